@@ -1,0 +1,1 @@
+"""What is asked: typed samples, loaders for official formats, and the ShapesWorld generator."""

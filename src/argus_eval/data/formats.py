@@ -1,0 +1,48 @@
+"""The dataset-format registry: a format name maps to an options model and a loader.
+
+A run config's dataset entry is validated against its format's options model (unknown keys rejected),
+then the loader turns it into a Dataset. No behaviour anywhere is keyed on a dataset's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from argus_eval.data.types import Dataset
+from argus_eval.registry import Registry
+
+
+class DatasetOptions(BaseModel):
+    """Options every dataset entry accepts; formats subclass this with their own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Label of this dataset in results (free text; never changes behaviour).")
+    format: str = Field(description="Registered format name, e.g. coco, karpathy, clevr, vcr, shapesworld.")
+    limit: int | None = Field(default=None, ge=1, description="Keep the first N samples of each kind.")
+    strict: bool = Field(default=False, description="Make any skipped record fatal.")
+
+
+class LoadContext(BaseModel):
+    """What a loader may use besides its options: where to cache generated data, the run seed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cache_dir: Path
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """How to read one format: its options model, loader, and a one-line description."""
+
+    options: type[DatasetOptions]
+    load: Callable[[DatasetOptions, LoadContext], Dataset]
+    description: str
+
+
+FORMATS: Registry[FormatSpec] = Registry("dataset format", entry_point_group="argus_eval.formats")

@@ -1,0 +1,1 @@
+"""Latency, throughput, peak memory, FLOPs, hardware fingerprints and device profiles."""

@@ -1,0 +1,62 @@
+"""One exception type per failure kind. Every message names the file, key or sample and the fix.
+
+The CLI turns any ArgusError into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+
+class ArgusError(Exception):
+    """Base of every error ARGUS-EVAL raises on purpose (user-facing, one line)."""
+
+
+class ConfigError(ArgusError):
+    """A run config is missing, unreadable, or fails validation (unknown key, bad value)."""
+
+
+class UnknownNameError(ArgusError):
+    """A registry lookup for a name that is not registered (model, dataset, task, format, perturbation)."""
+
+
+class DatasetError(ArgusError):
+    """An annotation file is missing, malformed, or inconsistent (names file, record and field)."""
+
+
+class SampleError(ArgusError):
+    """One sample cannot be used (e.g. its image fails to decode). Counted, fatal only with --strict."""
+
+
+class ModelLoadError(ArgusError):
+    """A model spec names nothing loadable, or its checkpoint is incomplete."""
+
+
+class CheckpointError(ArgusError):
+    """A shipped checkpoint file is missing or its hash does not match the manifest."""
+
+
+class ModelCallError(ArgusError):
+    """A model call failed for a batch or a sample (processor rejected an image, API error)."""
+
+
+class CapabilityError(ArgusError):
+    """A task needs a protocol that a model does not offer and no substitute exists."""
+
+
+class PerturbationError(ArgusError):
+    """Unknown perturbation name, severity outside 1..5, or an image that cannot be perturbed."""
+
+
+class MetricError(ArgusError):
+    """Metric inputs are inconsistent (ids missing, NaN in a similarity matrix, ...)."""
+
+
+class StoreError(ArgusError):
+    """The record store is unreadable or from an incompatible schema version."""
+
+
+class ResultsError(ArgusError):
+    """A results.json is broken or from an incompatible version (names the field)."""
+
+
+class StrictModeError(ArgusError):
+    """A sample was skipped or failed while --strict was set."""

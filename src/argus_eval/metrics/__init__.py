@@ -1,0 +1,1 @@
+"""Pure metric functions over predictions and references: no model code, no I/O."""

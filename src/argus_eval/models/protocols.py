@@ -1,0 +1,95 @@
+"""Capability protocols: what a model can do, independent of family and dataset.
+
+A task asks a model only through these methods. A model declares which it offers in
+``ModelInfo.capabilities``; the task picks a native protocol or a named substitute.
+Images are uint8 HxWx3 RGB arrays; every method is batched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from argus_eval.data.images import ImageArray
+
+EMBED = "embed"  # embed_images / embed_texts into one space (dual encoders)
+SCORE_PAIRS = "score_pairs"  # score_pairs(images, texts) -> match score (ITM head, VLM yes-probability)
+GENERATE = "generate"  # generate(images, prompts) -> text
+CHOOSE = "choose"  # choose(images, prompts, options) -> log-likelihood per option
+CLASSIFY = "classify"  # classify(images, questions) -> one label of a fixed answer head (LXMERT, BLIP-VQA)
+
+ALL_CAPABILITIES = (EMBED, SCORE_PAIRS, GENERATE, CHOOSE, CLASSIFY)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Identity of a loaded model: display name, cache fingerprint, and offered capabilities."""
+
+    name: str
+    spec: str
+    fingerprint: str
+    capabilities: frozenset[str]
+    family: str = "unknown"
+    dtype: str = "float32"
+    device: str = "cpu"
+    params: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Every adapter exposes info, a forward-call counter, and the methods of its capabilities."""
+
+    info: ModelInfo
+    forward_calls: int
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    def embed_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised image embeddings."""
+        ...
+
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised text embeddings."""
+        ...
+
+
+@runtime_checkable
+class PairScorer(Protocol):
+    def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n,) match score for each (image, text) pair; higher is a better match."""
+        ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    def generate(
+        self, images: Sequence[ImageArray], prompts: Sequence[str], max_new_tokens: int
+    ) -> list[str]:
+        """Greedy generation, one string per (image, prompt); batch-size invariant."""
+        ...
+
+
+@runtime_checkable
+class Chooser(Protocol):
+    def choose(
+        self, images: Sequence[ImageArray], prompts: Sequence[str], options: Sequence[Sequence[str]]
+    ) -> list[NDArray[np.float32]]:
+        """For each item, the log-likelihood of each of its options given image and prompt."""
+        ...
+
+
+@runtime_checkable
+class Classifier(Protocol):
+    labels: tuple[str, ...]
+
+    def classify(self, images: Sequence[ImageArray], questions: Sequence[str]) -> NDArray[np.float32]:
+        """(n, len(labels)) scores of a fixed answer head."""
+        ...

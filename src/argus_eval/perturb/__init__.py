@@ -1,0 +1,1 @@
+"""Image and text perturbations and run conditions: pure and seeded."""

@@ -1,0 +1,1 @@
+"""Reports built only from results.json and samples.jsonl: HTML, markdown, CSV."""

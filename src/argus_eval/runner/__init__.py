@@ -1,0 +1,1 @@
+"""Plan, store and executors: turning a config into per-sample records."""

@@ -1,0 +1,1 @@
+"""How it is asked and scored: tasks turn samples into protocol requests and predictions into scores."""
