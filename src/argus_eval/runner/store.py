@@ -1,0 +1,173 @@
+"""The durable record store: one SQLite file (WAL mode) holding every per-sample record of a run.
+
+It is the single source of truth: scoring and reports read from it, never from a model. Records are
+written one batch per transaction, so a run killed at any point loses at most the batch in flight.
+Arrays (embeddings) are stored as .npy bytes with allow_pickle=False: no pickles anywhere.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from argus_eval.errors import StoreError
+from argus_eval.tasks.records import Record
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    cell TEXT NOT NULL,
+    sample_id TEXT NOT NULL,
+    output TEXT,
+    arrays BLOB,
+    error TEXT,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (cell, sample_id)
+);
+CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, description TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL);
+"""
+
+
+def _pack_arrays(arrays: Mapping[str, np.ndarray]) -> bytes | None:
+    if not arrays:
+        return None
+    buf = io.BytesIO()
+    # npz of plain .npy members; loading uses allow_pickle=False
+    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
+
+
+def _unpack_arrays(blob: bytes | None) -> dict[str, np.ndarray]:
+    if blob is None:
+        return {}
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+class Store:
+    """SQLite-backed store of per-sample records, keyed by (cell key, sample id)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"store {path} is unreadable ({e}); delete it to start afresh") from None
+        version = self.get_meta("schema_version")
+        if version is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif version != SCHEMA_VERSION:
+            raise StoreError(
+                f"store {path} has schema version {version}, this ARGUS-EVAL writes {SCHEMA_VERSION}; "
+                "use a fresh --out directory"
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- meta -----------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # --- records --------------------------------------------------------------------------------
+    def describe_cell(self, cell: str, description: Mapping[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO cells(cell, description) VALUES (?, ?)",
+            (cell, json.dumps(description, sort_keys=True)),
+        )
+
+    def done_ids(self, cell: str) -> set[str]:
+        """Sample ids that already have a record (success or recorded failure) in this cell."""
+        rows = self._db.execute("SELECT sample_id FROM records WHERE cell=?", (cell,))
+        return {str(r[0]) for r in rows}
+
+    def write(self, cell: str, records: Iterable[Record]) -> None:
+        """Write a batch of records atomically (one transaction); existing keys are left untouched."""
+        rows = [
+            (
+                cell,
+                r.sample_id,
+                None if r.output is None else json.dumps(r.output, sort_keys=True),
+                _pack_arrays(r.arrays),
+                r.error,
+                float(r.seconds),
+            )
+            for r in records
+        ]
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR IGNORE INTO records(cell, sample_id, output, arrays, error, seconds) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def read(self, cell: str) -> dict[str, Record]:
+        """All records of a cell by sample id."""
+        out: dict[str, Record] = {}
+        for sid, output, arrays, error, seconds in self._db.execute(
+            "SELECT sample_id, output, arrays, error, seconds FROM records WHERE cell=?", (cell,)
+        ):
+            out[str(sid)] = Record(
+                sample_id=str(sid),
+                output=None if output is None else json.loads(output),
+                arrays=_unpack_arrays(arrays),
+                error=error,
+                seconds=float(seconds),
+            )
+        return out
+
+    def count(self, cell: str | None = None) -> int:
+        if cell is None:
+            return int(self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM records WHERE cell=?", (cell,)).fetchone()[0])
+
+    # --- efficiency profiles --------------------------------------------------------------------
+    def get_profile(self, key: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT profile FROM profiles WHERE key=?", (key,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def put_profile(self, key: str, profile: Mapping[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO profiles(key, profile) VALUES (?, ?)",
+            (key, json.dumps(profile, sort_keys=True)),
+        )
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __enter__(self) -> None:
+            self.db.execute("BEGIN IMMEDIATE")
+
+        def __exit__(self, exc_type: object, *rest: object) -> None:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+    def _transaction(self) -> Store._Tx:
+        return Store._Tx(self._db)
+
+    def iter_cells(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        for cell, desc in self._db.execute("SELECT cell, description FROM cells ORDER BY cell"):
+            yield str(cell), dict(json.loads(desc))

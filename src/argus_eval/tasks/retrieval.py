@@ -1,0 +1,148 @@
+"""Image-text retrieval in both directions, scored with Recall@K (CLIP_benchmark's definition)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from pydantic import Field
+
+from argus_eval.data.types import Dataset, Sample
+from argus_eval.metrics.retrieval import mean_rank, median_rank, recall_at_k, retrieval_ranks
+from argus_eval.models.protocols import EMBED, Embedder, Model
+from argus_eval.tasks.base import TASKS, CellResult, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.records import Record
+
+
+class RetrievalOptions(TaskOptions):
+    name: str = "retrieval"
+    ks: tuple[int, ...] = Field(default=(1, 5, 10), description="Recall cut-offs averaged into the score.")
+    directions: tuple[str, ...] = Field(
+        default=("i2t", "t2i"), description="Directions averaged into the primary score."
+    )
+
+
+@TASKS.register("retrieval")
+class RetrievalTask(Task):
+    """Embed every image and its texts; rank the whole split's gallery in both directions.
+
+    Per-sample records hold the embeddings, so the similarity matrix, ranks and recalls are computed
+    at scoring time from the store alone. Multi-positive truth comes from metadata["also_true_of"].
+    """
+
+    name = "retrieval"
+    options_model = RetrievalOptions
+    options: RetrievalOptions
+
+    def select(self, dataset: Dataset) -> list[Sample]:
+        return [s for s in dataset.samples if s.texts and s.image is not None and s.question is None]
+
+    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
+        return [("embed", frozenset({EMBED}), True, "cosine similarity of image and text embeddings")]
+
+    def infer(
+        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        assert isinstance(model, Embedder)
+        images = [p.image for p in batch if p.image is not None]
+        img_emb = model.embed_images(images)
+        flat = [t for p in batch for t in p.texts]
+        txt_emb = model.embed_texts(flat)
+        out: list[Record] = []
+        start = 0
+        for i, p in enumerate(batch):
+            k = len(p.texts)
+            out.append(
+                Record(
+                    sample_id=p.sample.sample_id,
+                    output={"n_texts": k},
+                    arrays={
+                        "image": np.asarray(img_emb[i], dtype=np.float32),
+                        "texts": np.asarray(txt_emb[start : start + k], dtype=np.float32),
+                    },
+                )
+            )
+            start += k
+        return out
+
+    def finalize(
+        self,
+        dataset: Dataset,
+        samples: Sequence[Sample],
+        records: Mapping[str, Record],
+        protocol: ProtocolChoice,
+    ) -> CellResult:
+        kept = [s for s in samples if s.sample_id in records]
+        index = {s.sample_id: i for i, s in enumerate(kept)}
+        img = np.stack([records[s.sample_id].arrays["image"] for s in kept]).astype(np.float32)
+        txt_blocks = [records[s.sample_id].arrays["texts"] for s in kept]
+        txt = np.concatenate(txt_blocks).astype(np.float32)
+        text_to_image = np.repeat(np.arange(len(kept)), [len(b) for b in txt_blocks])
+        positives = _positives(kept, index, text_to_image)
+        sim = img @ txt.T
+        r_img, r_txt = retrieval_ranks(sim, text_to_image, positives)
+        ks = self.options.ks
+        # Components per sample: i2t hits@k, t2i hits@k summed over its texts, 1, n_texts.
+        comp = np.zeros((len(kept), 2 * len(ks) + 2), dtype=np.float64)
+        for j, k in enumerate(ks):
+            comp[:, j] = r_img < k
+            comp[:, len(ks) + j] = np.bincount(text_to_image, weights=r_txt < k, minlength=len(kept))
+        comp[:, -2] = 1.0
+        comp[:, -1] = [len(b) for b in txt_blocks]
+        finish = _make_finish(len(ks), self.options.directions)
+        metrics = recall_at_k(sim, text_to_image, ks=ks, positives=positives)
+        metrics.update(
+            {
+                "i2t_mean_rank": mean_rank(r_img),
+                "i2t_median_rank": median_rank(r_img),
+                "t2i_mean_rank": mean_rank(r_txt),
+                "t2i_median_rank": median_rank(r_txt),
+            }
+        )
+        top_text = np.argmax(sim, axis=1)
+        flat_texts = [t for s in kept for t in s.texts]
+        per_sample = comp[:, : len(ks)].mean(axis=1)
+        return CellResult(
+            sample_ids=[s.sample_id for s in kept],
+            predictions=[flat_texts[int(j)] for j in top_text],
+            scores=[float(x) for x in per_sample],
+            references=[list(s.texts) for s in kept],
+            components=comp,
+            finish=finish,
+            metrics={k: float(v) for k, v in metrics.items()},
+        )
+
+
+def _positives(
+    kept: Sequence[Sample], index: Mapping[str, int], text_to_image: NDArray[np.int64]
+) -> sp.csr_matrix:
+    """(n_texts, n_images) truth: each text's own image plus the images it is also true of."""
+    rows, cols = list(range(len(text_to_image))), [int(i) for i in text_to_image]
+    t = 0
+    for s in kept:
+        also = s.metadata.get("also_true_of") or [[] for _ in s.texts]
+        for others in also:
+            for sid in others:
+                if sid in index:
+                    rows.append(t)
+                    cols.append(index[sid])
+            t += 1
+    data = np.ones(len(rows), dtype=bool)
+    return sp.csr_matrix((data, (rows, cols)), shape=(len(text_to_image), len(kept)))
+
+
+def _make_finish(n_k: int, directions: Sequence[str]) -> object:
+    use_i2t, use_t2i = "i2t" in directions, "t2i" in directions
+
+    def finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        parts = []
+        if use_i2t:
+            parts.append(sums[:, :n_k] / np.maximum(sums[:, -2:-1], 1e-300))
+        if use_t2i:
+            parts.append(sums[:, n_k : 2 * n_k] / np.maximum(sums[:, -1:], 1e-300))
+        out: NDArray[np.float64] = np.concatenate(parts, axis=1).mean(axis=1)
+        return out
+
+    return finish
