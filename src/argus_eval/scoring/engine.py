@@ -1,0 +1,112 @@
+"""Per-model axes from cell score rows: one code path for the point estimate and every resample."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from argus_eval.scoring.axes import (
+    argus_axis,
+    capability_axis,
+    cdc_axis,
+    reliability_axis,
+    retention_axis,
+    retention_ratios,
+)
+from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.types import AxisSeries, AxisValue, CellKey, FloatArray, parse_condition
+
+AXES = ("P", "CDC", "RR", "E", "ARGUS", "R")
+
+
+@dataclass(frozen=True)
+class RetentionRows:
+    """One perturbed cell paired with its clean cell."""
+
+    key: CellKey
+    clean: FloatArray
+    perturbed: FloatArray
+    ratio: FloatArray
+    flip: FloatArray | None
+
+
+@dataclass(frozen=True)
+class ModelRows:
+    """Every axis of one model (rows), its retention table and severity curves."""
+
+    axes: dict[str, AxisSeries]
+    retention: list[RetentionRows]
+    curves: dict[str, dict[int, FloatArray]]
+
+
+def expected_datasets(keys: list[CellKey]) -> dict[str, list[str]]:
+    """task -> datasets with a clean cell for any model (what a model 'should' have)."""
+    out: dict[str, set[str]] = {}
+    for k in keys:
+        if k.is_clean:
+            out.setdefault(k.task, set()).add(k.dataset)
+    return {t: sorted(d) for t, d in sorted(out.items())}
+
+
+def constant_series(value: AxisValue, nrows: int) -> AxisSeries:
+    """An axis that is not resampled (E): the same value in every row."""
+    if value.value is None:
+        return AxisSeries.undefined(str(value.undefined_reason), value.detail)
+    raw = value.value if value.raw is None else value.raw
+    return AxisSeries(np.full(nrows, value.value), np.full(nrows, raw), None, value.detail)
+
+
+def _severity_curves(retention: list[RetentionRows]) -> dict[str, dict[int, FloatArray]]:
+    """perturbation -> severity -> mean retention over its (task, dataset) cells (clean 0 left out)."""
+    pooled: dict[str, dict[int, list[FloatArray]]] = {}
+    for r in retention:
+        name, severity = parse_condition(r.key.condition)
+        if severity is None or np.isnan(r.ratio[0]):
+            continue
+        pooled.setdefault(name, {}).setdefault(severity, []).append(r.ratio)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resample rows stay NaN
+        return {
+            name: {s: np.nanmean(np.stack(v), axis=0) for s, v in sorted(sev.items())}
+            for name, sev in sorted(pooled.items())
+        }
+
+
+def model_rows(
+    model: str,
+    scores: Mapping[CellKey, FloatArray],
+    flips: Mapping[CellKey, FloatArray],
+    efficiency: AxisValue,
+    options: ScoringOptions,
+    expected: Mapping[str, list[str]],
+) -> ModelRows:
+    """All axes of one model; rows of every array are (full sample, resample 1, ...)."""
+    mine = sorted(k for k in scores if k.model == model)
+    clean = {k.group: scores[k] for k in mine if k.is_clean}
+    nrows = len(next(iter(scores.values())))
+    retention: list[RetentionRows] = []
+    ratios: dict[str, FloatArray] = {}
+    unpaired: dict[str, str] = {}
+    for k in mine:
+        if k.is_clean:
+            continue
+        label = f"{k.task}/{k.dataset}/{k.condition}"
+        c = scores.get(k.clean_key())
+        if c is None:
+            unpaired[label] = "no clean cell to pair with"
+            continue
+        ratio = retention_ratios(c, scores[k])
+        ratios[label] = ratio
+        retention.append(RetentionRows(k, c, scores[k], ratio, flips.get(k)))
+    axes = {
+        "P": capability_axis(clean, expected),
+        "CDC": cdc_axis(clean, options.cdc_variant),
+        "RR": retention_axis(ratios, unpaired),
+        "E": constant_series(efficiency, nrows),
+    }
+    axes["ARGUS"] = argus_axis(axes, options.weights.as_dict())
+    axes["R"] = reliability_axis(axes["CDC"], axes["RR"])
+    return ModelRows(axes, retention, _severity_curves(retention))

@@ -1,0 +1,60 @@
+"""Scoring options: every choice the paper leaves open is a named option recorded in results.json."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class AxisWeights(BaseModel):
+    """Weights of the ARGUS terms; normalised to sum 1 over the defined terms."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    P: float = Field(default=0.25, ge=0)
+    CDC: float = Field(default=0.25, ge=0)
+    RR: float = Field(default=0.25, ge=0)
+    E: float = Field(default=0.25, ge=0)
+
+    @model_validator(mode="after")
+    def _positive_total(self) -> AxisWeights:
+        if self.P + self.CDC + self.RR + self.E <= 0:
+            raise ValueError("weights must not all be zero")
+        return self
+
+    def as_dict(self) -> dict[str, float]:
+        return {"P": self.P, "CDC": self.CDC, "RR": self.RR, "E": self.E}
+
+
+class EfficiencyBudgets(BaseModel):
+    """Fixed budgets for efficiency_mode="budget"; a sub-metric without a budget is left out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    latency_ms: float | None = Field(default=None, gt=0)
+    memory_mb: float | None = Field(default=None, gt=0)
+    flops_per_sample: float | None = Field(default=None, gt=0)
+    throughput_per_s: float | None = Field(default=None, gt=0)
+
+
+class ScoringOptions(BaseModel):
+    """How the scorecard is computed (the per-task score composition belongs to the tasks)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weights: AxisWeights = AxisWeights()
+    cdc_variant: Literal["per-task", "pooled", "cv"] = "per-task"
+    efficiency_mode: Literal["pool", "budget"] = "pool"
+    budgets: EfficiencyBudgets = EfficiencyBudgets()
+    resamples: int = Field(default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off")
+    seed: int = 0
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _budgets_for_budget_mode(self) -> ScoringOptions:
+        if self.efficiency_mode == "budget" and not any(
+            v is not None for v in self.budgets.model_dump().values()
+        ):
+            raise ValueError('efficiency_mode="budget" needs at least one budget in budgets')
+        return self
