@@ -12,7 +12,7 @@ from pydantic import Field
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.metrics.retrieval import mean_rank, median_rank, recall_at_k, retrieval_ranks
 from argus_eval.models.protocols import EMBED, Embedder, Model
-from argus_eval.tasks.base import TASKS, CellResult, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions
 from argus_eval.tasks.records import Record
 
 
@@ -24,7 +24,6 @@ class RetrievalOptions(TaskOptions):
     )
 
 
-@TASKS.register("retrieval")
 class RetrievalTask(Task):
     """Embed every image and its texts; rank the whole split's gallery in both directions.
 

@@ -1,0 +1,105 @@
+"""The `argus` command line: thin; it parses arguments and calls the wings."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from argus_eval.errors import ArgusError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never hit a hub by accident; a user can export 0 to allow it
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="ARGUS-EVAL: capability, consistency, robustness and efficiency of vision-language models.")
+zoo_app = typer.Typer(no_args_is_help=True, help="The built-in model zoo (tiny models trained on ShapesWorld).")
+app.add_typer(zoo_app, name="zoo")
+console = Console()
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False) -> None:
+    """Global options."""
+
+
+def default_config_path() -> Path:
+    return Path(str(resources.files("argus_eval") / "configs" / "default.yaml"))
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+
+
+@app.command()
+def run(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Run config (YAML). Default: the built-in suite.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<config name>).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Any skipped record or failed sample is fatal.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and check paths; run no model.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Evaluate the configured models (or the default suite) and write results.json, samples.jsonl, report."""
+    from argus_eval.commands.run_cmd import dry_run_plan, run_command
+
+    cfg_path = config or default_config_path()
+    if dry_run:
+        dry_run_plan(cfg_path, console, as_json)
+        return
+    run_command(cfg_path, out, strict=strict, as_json=as_json, quiet=quiet, console=console)
+
+
+@app.command()
+def models(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List model presets, spec schemes and zoo models with what each can do."""
+    from argus_eval.commands.listing import list_models
+
+    list_models(console, as_json)
+
+
+@app.command()
+def datasets(
+    check: Annotated[Path | None, typer.Option("--check", help="Validate the datasets of this run config.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List dataset formats, or validate a config's datasets (paths, schema, images) without running models."""
+    from argus_eval.commands.listing import check_datasets, list_formats
+
+    if check is not None:
+        check_datasets(check, console, as_json)
+    else:
+        list_formats(console, as_json)
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="A run directory with results.json.")]) -> None:
+    """Rebuild report.html and summary.md of a run from results.json and samples.jsonl."""
+    from argus_eval.commands.report_cmd import report_command
+
+    report_command(run_dir, console)
+
+
+def main() -> None:
+    """Console-script entry: ArgusError -> one line on stderr and exit 2 (traceback with --debug)."""
+    debug = "--debug" in sys.argv
+    try:
+        app()
+    except ArgusError as e:
+        if debug:
+            raise
+        err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; rerun the same command to resume")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""`argus models` and `argus datasets`: what can be evaluated, and validating a config's data."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+
+def list_models(console: Console, as_json: bool) -> None:
+    from argus_eval.models.loading import describe_presets
+    from argus_eval.zoo.catalog import describe_zoo
+
+    rows = describe_presets() + describe_zoo()
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+        return
+    table = Table(title="models (specs: hf:ID_OR_DIR, api:URL#MODEL, zoo:NAME, or a preset name)")
+    for col in ("name", "spec", "family", "capabilities", "note"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["spec"], r["family"], ", ".join(r["capabilities"]), r.get("note") or "")
+    console.print(table)
+
+
+def list_formats(console: Console, as_json: bool) -> None:
+    import argus_eval.data.loaders  # noqa: F401  (registers formats)
+    from argus_eval.data.formats import FORMATS
+
+    rows = [{"format": n, "description": FORMATS.get(n).description,
+             "options": sorted(FORMATS.get(n).options.model_fields)} for n in FORMATS.names()]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+        return
+    table = Table(title="dataset formats (use in a run config: datasets: [{name, format, ...options}])")
+    for col in ("format", "options", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["format"], ", ".join(r["options"]), r["description"])
+    console.print(table)
+
+
+def check_datasets(config: Path, console: Console, as_json: bool) -> None:
+    from argus_eval.data.check import check_dataset
+    from argus_eval.runner.config import load_config
+    from argus_eval.runner.datasets import load_datasets
+
+    cfg = load_config(config)
+    reports = [check_dataset(ds) for ds in load_datasets(cfg)]
+    if as_json:
+        sys.stdout.write(json.dumps(reports, indent=1, sort_keys=True, default=str) + "\n")
+        return
+    for r in reports:
+        console.print(r, highlight=False)

@@ -1,0 +1,82 @@
+"""`argus run`: run or resume an evaluation and print the scorecard."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from argus_eval.runner.config import load_config
+
+
+def _fmt(v: Any) -> str:
+    return "undef" if v is None else f"{v:.3f}"
+
+
+def _interval(model: dict[str, Any], axis: str) -> str:
+    iv = (model.get("intervals") or {}).get(axis)
+    if not iv or iv[0] is None:
+        return ""
+    return f" [{iv[0]:.3f}, {iv[1]:.3f}]"
+
+
+def scorecard_table(results: dict[str, Any]) -> Table:
+    """The per-model scorecard as a rich table (values with 95 % intervals when bootstrapped)."""
+    table = Table(title="ARGUS scorecard", show_lines=False)
+    table.add_column("model")
+    for axis in ("P", "CDC", "RR", "E", "ARGUS"):
+        table.add_column(axis, justify="right")
+    for name, m in results.get("models", {}).items():
+        table.add_row(name, *[_fmt(m.get(a)) + _interval(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")])
+    return table
+
+
+def run_command(cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool, quiet: bool,
+                console: Console) -> None:
+    from argus_eval.report.build import write_reports
+    from argus_eval.runner.pipeline import run
+
+    cfg = load_config(cfg_path)
+    out_dir = out or Path("runs") / cfg.name
+    outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json)
+    write_reports(out_dir)
+    res = outcome.results
+    if as_json:
+        sys.stdout.write(json.dumps({"out_dir": str(out_dir), "forward_calls": outcome.stats.forward_calls,
+                                     "models": res.get("models", {})}, indent=1, sort_keys=True) + "\n")
+        return
+    for note in res.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    console.print(scorecard_table(res))
+    gap = res.get("gap", {}).get("sentence")
+    if gap:
+        console.print(gap, highlight=False)
+    failed = sum(c.get("failed", 0) for c in res.get("cells", []))
+    console.print(
+        f"model forward calls: {outcome.stats.forward_calls}   new records: {outcome.stats.records_written}"
+        f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
+    )
+    console.print(f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
+                  f"summary.md, report.html")
+
+
+def dry_run_plan(cfg_path: Path, console: Console, as_json: bool) -> None:
+    """Print the plan (cells, sample counts, protocol of each model on each task) without running a model."""
+    from argus_eval.runner.dryrun import describe_plan
+
+    rows, skipped = describe_plan(load_config(cfg_path))
+    if as_json:
+        sys.stdout.write(json.dumps({"cells": rows, "skipped": skipped}, indent=1, sort_keys=True) + "\n")
+        return
+    table = Table(title=f"plan of {cfg_path}")
+    for col in ("model", "task", "dataset", "conditions", "samples", "protocol"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"])
+    console.print(table)
+    for s in skipped:
+        console.print(f"[yellow]left out:[/] {s}", highlight=False)

@@ -1,0 +1,130 @@
+"""The run config: a validated description of one evaluation (YAML file or CLI flags).
+
+Unknown keys are rejected with the key path and the file named. Sub-sections owned by other wings
+(dataset formats, perturbation entries, scoring options) are validated by those wings' own models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from argus_eval.data.formats import FORMATS, DatasetOptions
+from argus_eval.errors import ArgusError, ConfigError
+from argus_eval.models.spec import ModelConfig
+
+
+class EfficiencyConfig(BaseModel):
+    """Efficiency profiling inside a run (latency at batch 1, throughput at batch_size, memory, FLOPs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    batch_size: int = Field(default=32, ge=1)
+    warmup: int = Field(default=2, ge=0)
+    repeats: int = Field(default=10, ge=1)
+
+
+class RunConfig(BaseModel):
+    """One evaluation: models x tasks x datasets x conditions, with seeds and scoring options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "argus-run"
+    seed: int = 0
+    models: list[ModelConfig] = Field(min_length=1)
+    datasets: list[dict[str, Any]] = Field(min_length=1)
+    tasks: list[str | dict[str, Any]] = Field(default_factory=lambda: ["retrieval", "captioning", "reasoning"])
+    perturbations: list[dict[str, Any]] = Field(default_factory=list)
+    scoring: dict[str, Any] = Field(default_factory=dict)
+    efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
+    executor: Literal["local", "ray"] = "local"
+    executor_options: dict[str, Any] = Field(default_factory=dict)
+    cache_dir: Path | None = Field(default=None, description="Where generated data is cached.")
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, v: list[ModelConfig]) -> list[ModelConfig]:
+        names = [m.name for m in v]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"model names must be unique; repeated: {sorted(dup)}")
+        return v
+
+    def dataset_options(self) -> list[DatasetOptions]:
+        """Each dataset entry validated by its format's own options model."""
+        out: list[DatasetOptions] = []
+        for i, entry in enumerate(self.datasets):
+            fmt = entry.get("format")
+            if not isinstance(fmt, str):
+                raise ConfigError(f"datasets[{i}]: missing key 'format' (one of {', '.join(FORMATS.names())})")
+            spec = FORMATS.get(fmt)
+            try:
+                out.append(spec.options.model_validate(entry))
+            except ValidationError as e:
+                raise ConfigError(f"datasets[{i}] ({entry.get('name', fmt)}): {_first_error(e)}") from None
+        names = [d.name for d in out]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ConfigError(f"datasets: names must be unique; repeated: {sorted(dup)}")
+        return out
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {loc!r}"
+    return f"{loc}: {err['msg']}" if loc else str(err["msg"])
+
+
+def parse_config(data: Any, source: str) -> RunConfig:
+    """Validate a config mapping; errors name the source and the key path."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    try:
+        cfg = RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {_first_error(e)}") from None
+    try:
+        cfg.dataset_options()
+        _validate_sections(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    except ArgusError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    return cfg
+
+
+def _validate_sections(cfg: RunConfig) -> None:
+    """Validate sections whose schema lives in other wings (conditions, scoring, tasks)."""
+    from argus_eval.perturb.conditions import expand_conditions
+    from argus_eval.scoring.options import ScoringOptions
+    from argus_eval.tasks.registry import build_tasks
+
+    expand_conditions(cfg.perturbations)
+    try:
+        ScoringOptions.model_validate(cfg.scoring)
+    except ValidationError as e:
+        raise ConfigError(f"scoring: {_first_error(e)}") from None
+    build_tasks(cfg.tasks)
+
+
+def load_config(path: Path) -> RunConfig:
+    """Read and validate a YAML (or JSON) run config file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {path} is unreadable ({e})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"config file {path} is not valid YAML{where}") from None
+    return parse_config(data, str(path))

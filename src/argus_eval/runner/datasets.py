@@ -1,0 +1,23 @@
+"""Load every dataset of a run config through the format registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
+from argus_eval.data.formats import FORMATS, LoadContext
+from argus_eval.data.types import Dataset
+from argus_eval.runner.config import RunConfig
+
+DEFAULT_CACHE = Path.home() / ".cache" / "argus-eval"
+
+
+def load_datasets(cfg: RunConfig) -> list[Dataset]:
+    """Each dataset entry through its format's loader, with the run's cache dir and seed."""
+    ctx = LoadContext(cache_dir=cfg.cache_dir or DEFAULT_CACHE, seed=cfg.seed)
+    out = []
+    for opts in cfg.dataset_options():
+        ds = FORMATS.get(opts.format).load(opts, ctx)
+        ds.name = opts.name
+        out.append(ds)
+    return out

@@ -1,0 +1,55 @@
+"""`argus run --dry-run`: the plan of a config, with protocols, without running any model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argus_eval.errors import ArgusError
+from argus_eval.models.loading import _split, load_model
+from argus_eval.models.presets import PRESETS
+from argus_eval.models.protocols import ModelInfo
+from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb.conditions import expand_conditions
+from argus_eval.runner.config import RunConfig
+from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.plan import build_plan
+from argus_eval.tasks.registry import build_tasks
+
+
+def _declared_info(cfg: ModelConfig) -> ModelInfo:
+    """Capabilities from the preset table when the spec is a preset; else load the (local) model."""
+    scheme, target = _split(cfg.spec)
+    if scheme == "preset" and cfg.spec in PRESETS:
+        p = PRESETS.get(cfg.spec)
+        return ModelInfo(name=cfg.name, spec=p.spec, fingerprint="(not loaded)",
+                         capabilities=frozenset(p.capabilities), family=p.family)
+    model = load_model(cfg)
+    try:
+        return model.info
+    finally:
+        model.close()
+
+
+def describe_plan(cfg: RunConfig) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """Rows (model, task, dataset, conditions, samples, protocol) and the pairs left out with reasons."""
+    datasets = load_datasets(cfg)
+    tasks = build_tasks(cfg.tasks)
+    conditions = expand_conditions(cfg.perturbations)
+    infos: dict[str, ModelInfo] = {}
+    skipped: list[dict[str, str]] = []
+    usable: list[ModelConfig] = []
+    for m in cfg.models:
+        try:
+            infos[m.name] = _declared_info(m)
+            usable.append(m)
+        except ArgusError as e:
+            skipped.append({"model": m.name, "reason": str(e)})
+    plan = build_plan(usable, ["-"] * len(usable), lambda m: infos[m.name], tasks, datasets, conditions)
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for c in plan.cells:
+        key = (c.model.name, c.task.name, c.dataset.name)
+        row = rows.setdefault(key, {"model": key[0], "task": key[1], "dataset": key[2], "conditions": 0,
+                                    "samples": len(c.samples),
+                                    "protocol": c.protocol.name + ("" if c.protocol.native else " (substitute)")})
+        row["conditions"] += 1
+    return list(rows.values()), skipped + plan.skipped

@@ -1,0 +1,141 @@
+"""The local executor: runs a plan's missing work in fixed batches and writes records as it goes.
+
+Batches are fixed slices of each cell's sample list, and each batch is written in one transaction,
+so a resumed run recomputes exactly the batches a killed run lost, with identical inputs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from argus_eval.errors import ModelCallError, SampleError, StrictModeError
+from argus_eval.models.protocols import Model
+from argus_eval.models.spec import ModelConfig
+from argus_eval.runner.plan import Cell, Plan
+from argus_eval.runner.prepare import prepare
+from argus_eval.runner.store import Store
+from argus_eval.tasks.base import Prepared
+from argus_eval.tasks.records import Record
+
+ModelLoader = Callable[[ModelConfig], Model]
+
+
+@dataclass
+class ExecStats:
+    """What an execution did: forward calls made, records written, failures recorded."""
+
+    forward_calls: int = 0
+    records_written: int = 0
+    failed: int = 0
+    models_loaded: list[str] = field(default_factory=list)
+
+
+class ModelPool:
+    """Loads each model at most once per run, and only when it has work to do."""
+
+    def __init__(self, loader: ModelLoader) -> None:
+        self._loader = loader
+        self._models: dict[str, Model] = {}
+        self.closed_calls = 0
+
+    def get(self, cfg: ModelConfig) -> Model:
+        if cfg.name not in self._models:
+            self._models[cfg.name] = self._loader(cfg)
+        return self._models[cfg.name]
+
+    def release(self, name: str) -> None:
+        m = self._models.pop(name, None)
+        if m is not None:
+            self.closed_calls += m.forward_calls
+            m.close()
+
+    @property
+    def forward_calls(self) -> int:
+        return self.closed_calls + sum(m.forward_calls for m in self._models.values())
+
+    def loaded(self) -> list[str]:
+        return list(self._models)
+
+    def close(self) -> None:
+        for name in list(self._models):
+            self.release(name)
+
+
+def batches(cell: Cell, batch_size: int) -> Iterator[tuple[int, list[int]]]:
+    """Fixed slices (batch index, sample positions) of a cell's samples."""
+    n = len(cell.samples)
+    for b, start in enumerate(range(0, n, batch_size)):
+        yield b, list(range(start, min(start + batch_size, n)))
+
+
+def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int) -> list[Record]:
+    """Prepare and infer one batch; undecodable samples and failed calls become failure records."""
+    records: list[Record] = []
+    ready: list[Prepared] = []
+    for i in positions:
+        sample = cell.samples[i]
+        try:
+            ready.append(prepare(sample, cell.dataset, cell.condition, run_seed))
+        except SampleError as e:
+            records.append(Record(sample.sample_id, None, error=f"input: {e}"))
+    if ready:
+        t0 = time.perf_counter()
+        try:
+            out = cell.task.infer(model, cell.protocol, ready, cell.dataset)
+        except ModelCallError:
+            out = _one_by_one(cell, model, ready)
+        share = (time.perf_counter() - t0) / len(ready)
+        for r in out:
+            r.seconds = share
+        records.extend(out)
+    return records
+
+
+def _one_by_one(cell: Cell, model: Model, ready: Sequence[Prepared]) -> list[Record]:
+    """After a failed batch, isolate the failing samples so one bad input does not sink its batch."""
+    out: list[Record] = []
+    for p in ready:
+        try:
+            out.extend(cell.task.infer(model, cell.protocol, [p], cell.dataset))
+        except ModelCallError as e:
+            out.append(Record(p.sample.sample_id, None, error=f"model: {e}"))
+    return out
+
+
+def execute(plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict: bool, quiet: bool = False) -> ExecStats:
+    """Run every batch of the plan that the store does not already hold."""
+    stats = ExecStats()
+    todo: list[tuple[Cell, int, list[int]]] = []
+    for cell in plan.cells:
+        store.describe_cell(cell.key, cell.describe())
+        done = store.done_ids(cell.key)
+        for b, pos in batches(cell, cell.model.batch_size):
+            if any(cell.samples[i].sample_id not in done for i in pos):
+                todo.append((cell, b, [i for i in pos if cell.samples[i].sample_id not in done]))
+    total = sum(len(p) for _, _, p in todo)
+    last_use = {c.model.name: k for k, (c, _, _) in enumerate(todo)}
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        disable=quiet or total == 0, transient=True,
+    ) as progress:
+        bar = progress.add_task("evaluating", total=total)
+        for k, (cell, _, pos) in enumerate(todo):
+            progress.update(bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}")
+            model = pool.get(cell.model)
+            records = run_batch(cell, model, pos, run_seed)
+            failed = [r for r in records if r.error is not None]
+            if failed and strict:
+                raise StrictModeError(f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set")
+            store.write(cell.key, records)
+            stats.records_written += len(records)
+            stats.failed += len(failed)
+            progress.advance(bar, len(pos))
+            if last_use[cell.model.name] == k:
+                stats.models_loaded.append(cell.model.name)
+                pool.release(cell.model.name)
+    stats.forward_calls = pool.forward_calls
+    return stats

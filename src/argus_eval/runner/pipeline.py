@@ -1,0 +1,119 @@
+"""One evaluation end to end: config -> plan -> execute -> store -> score -> results and report."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from argus_eval.models.loading import load_model, model_fingerprint
+from argus_eval.models.protocols import Model, ModelInfo
+from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb.conditions import expand_conditions
+from argus_eval.runner.config import RunConfig
+from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.local import ExecStats, ModelPool, execute
+from argus_eval.runner.manifest import git_revision, hardware, package_versions
+from argus_eval.runner.plan import Plan, build_plan
+from argus_eval.runner.profiling import profile_plan
+from argus_eval.runner.results import build_results
+from argus_eval.runner.score import score_cells, write_samples
+from argus_eval.runner.store import Store
+from argus_eval.tasks.registry import build_tasks
+
+RESULTS_SCHEMA = "argus-eval/results/1"
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced and did (for the CLI's table and counters)."""
+
+    out_dir: Path
+    results: dict[str, Any]
+    stats: ExecStats
+    plan: Plan
+    samples_written: int
+
+
+def _info_json(info: ModelInfo) -> str:
+    d = asdict(info)
+    d["capabilities"] = sorted(info.capabilities)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def _info_from_json(text: str) -> ModelInfo:
+    d = json.loads(text)
+    d["capabilities"] = frozenset(d["capabilities"])
+    return ModelInfo(**d)
+
+
+def model_infos(store: Store, pool: ModelPool) -> Callable[[ModelConfig, str], ModelInfo]:
+    """ModelInfo from the store when a previous run recorded it; else load the model once to learn it."""
+
+    def get(cfg: ModelConfig, fp: str) -> ModelInfo:
+        key = f"model_info:{fp}:{cfg.name}"
+        cached = store.get_meta(key)
+        if cached is not None:
+            return _info_from_json(cached)
+        info = pool.get(cfg).info
+        store.set_meta(key, _info_json(info))
+        return info
+
+    return get
+
+
+def plan_run(cfg: RunConfig, store: Store, pool: ModelPool) -> Plan:
+    datasets = load_datasets(cfg)
+    tasks = build_tasks(cfg.tasks)
+    conditions = expand_conditions(cfg.perturbations)
+    fps = [model_fingerprint(m) for m in cfg.models]
+    infos = model_infos(store, pool)
+    fp_of = dict(zip([m.name for m in cfg.models], fps, strict=True))
+    return build_plan(cfg.models, fps, lambda m: infos(m, fp_of[m.name]), tasks, datasets, conditions)
+
+
+def run(
+    cfg: RunConfig,
+    out_dir: Path,
+    *,
+    strict: bool = False,
+    quiet: bool = False,
+    loader: Callable[[ModelConfig], Model] = load_model,
+) -> RunOutcome:
+    """Run (or resume) an evaluation into out_dir and write results.json and samples.jsonl."""
+    t0 = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pool = ModelPool(loader)
+    with Store(out_dir / "store.sqlite") as store:
+        try:
+            plan = plan_run(cfg, store, pool)
+            stats = execute(plan, store, pool, cfg.seed, strict, quiet)
+            profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else {}
+            stats.forward_calls = pool.forward_calls
+        finally:
+            pool.close()
+        scored = score_cells(plan, store)
+    n_samples = write_samples(scored, out_dir / "samples.jsonl")
+    manifest = {
+        "config": cfg.model_dump(mode="json"),
+        "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.get("seed", 0)},
+        "versions": package_versions(),
+        "git": git_revision(),
+        "hardware": hardware(),
+        "models": {c.model.name: {"spec": c.model.spec, "fingerprint": c.model_fp} for c in plan.cells},
+        "datasets": {c.dataset.name: {"fingerprint": c.dataset.fingerprint, "skipped_records": len(c.dataset.skipped)}
+                     for c in plan.cells},
+        "protocols": sorted({f"{c.model.name}/{c.task.name}: {c.protocol.name}" for c in plan.cells}),
+        "skipped": plan.skipped,
+    }
+    results = build_results(scored, profiles, cfg, manifest)
+    results["schema"] = RESULTS_SCHEMA
+    text = json.dumps(results, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
+    (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
+    log = {"wall_seconds": round(time.perf_counter() - t0, 3), "forward_calls": pool.forward_calls,
+           "records_written": stats.records_written, "failed": stats.failed, "samples_jsonl_lines": n_samples}
+    (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    return RunOutcome(out_dir, results, stats, plan, n_samples)

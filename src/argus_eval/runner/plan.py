@@ -1,0 +1,87 @@
+"""The plan: a run config expanded into cells, one per (model, task, dataset, condition)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from argus_eval.data.types import Dataset, Sample, fingerprint_of
+from argus_eval.errors import CapabilityError
+from argus_eval.models.protocols import ModelInfo
+from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb.conditions import Condition
+from argus_eval.tasks.base import ProtocolChoice, Task
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work and of scoring. key is the cache key prefix of every record in it."""
+
+    model: ModelConfig
+    model_fp: str
+    task: Task
+    dataset: Dataset
+    condition: Condition
+    samples: list[Sample]
+    protocol: ProtocolChoice
+    key: str
+
+    def describe(self) -> dict[str, str | int | bool]:
+        return {
+            "model": self.model.name,
+            "model_fingerprint": self.model_fp,
+            "task": self.task.name,
+            "dataset": self.dataset.name,
+            "dataset_fingerprint": self.dataset.fingerprint,
+            "condition": self.condition.id,
+            "protocol": self.protocol.name,
+            "native": self.protocol.native,
+            "samples": len(self.samples),
+        }
+
+
+@dataclass
+class Plan:
+    """All cells of a run, plus the (model, task) pairs left out and why."""
+
+    cells: list[Cell]
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+def cell_key(model_fp: str, task: Task, dataset: Dataset, condition: Condition, protocol: ProtocolChoice) -> str:
+    """Cache key of a cell: model fingerprint, task, dataset fingerprint, condition, request hash."""
+    return fingerprint_of(model_fp, task.name, dataset.fingerprint, condition.id, task.request_hash(protocol))
+
+
+def build_plan(
+    models: Sequence[ModelConfig],
+    fingerprints: Sequence[str],
+    infos: Callable[[ModelConfig], ModelInfo],
+    tasks: Sequence[Task],
+    datasets: Sequence[Dataset],
+    conditions: Sequence[Condition],
+) -> Plan:
+    """Expand models x tasks x datasets x conditions; pairs no protocol can serve are named, not run."""
+    plan = Plan(cells=[])
+    for model, fp in zip(models, fingerprints, strict=True):
+        info = infos(model)
+        for task in tasks:
+            try:
+                protocol = task.choose_protocol(info)
+            except CapabilityError as e:
+                plan.skipped.append({"model": model.name, "task": task.name, "reason": str(e)})
+                continue
+            for ds in datasets:
+                samples = task.select(ds)
+                if not samples:
+                    plan.skipped.append(
+                        {"model": model.name, "task": task.name, "dataset": ds.name,
+                         "reason": f"dataset {ds.name!r} has no samples for task {task.name!r}"}
+                    )
+                    continue
+                for cond in conditions:
+                    if not task.accepts(cond.kind):
+                        continue
+                    key = cell_key(fp, task, ds, cond, protocol)
+                    plan.cells.append(Cell(model, fp, task, ds, cond, samples, protocol, key))
+    return plan

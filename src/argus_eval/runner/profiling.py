@@ -1,0 +1,79 @@
+"""Efficiency profiling inside a run: one profile per model, measured once and kept in the store.
+
+A profile is keyed by model fingerprint, hardware fingerprint and settings, so a rerun on the same
+machine reuses it (no model call) and figures from different hardware never mix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argus_eval.data.types import fingerprint_of
+from argus_eval.efficiency.fingerprint import hardware_fingerprint
+from argus_eval.efficiency.profile import measure
+from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.errors import SampleError
+from argus_eval.perturb.conditions import CLEAN
+from argus_eval.runner.config import RunConfig
+from argus_eval.runner.local import ModelPool
+from argus_eval.runner.plan import Cell, Plan
+from argus_eval.runner.prepare import prepare
+from argus_eval.tasks.base import Prepared
+
+
+def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
+    """The first n decodable samples of a cell, cycled to fill n (fixed, so figures are comparable)."""
+    ready: list[Prepared] = []
+    for s in cell.samples:
+        try:
+            ready.append(prepare(s, cell.dataset, CLEAN, seed))
+        except SampleError:
+            continue
+        if len(ready) >= n:
+            break
+    if not ready:
+        return []
+    return [ready[i % len(ready)] for i in range(n)]
+
+
+def profile_plan(plan: Plan, store: Any, pool: ModelPool, cfg: RunConfig) -> dict[str, EfficiencyProfile | None]:
+    """Profile each model on its first planned clean cell (its native protocol for that task)."""
+    out: dict[str, EfficiencyProfile | None] = {}
+    eff = cfg.efficiency
+    for model_cfg in cfg.models:
+        cells = [c for c in plan.cells if c.model.name == model_cfg.name and c.condition.kind == "clean"]
+        if not cells:
+            out[model_cfg.name] = None
+            continue
+        cell = cells[0]
+        hw = hardware_fingerprint(model_cfg.device, model_cfg.dtype)
+        key = fingerprint_of("profile", cell.model_fp, hw, eff.model_dump(), cell.task.name, cell.protocol.name)
+        cached = store.get_profile(key)
+        if cached is not None:
+            out[model_cfg.name] = EfficiencyProfile.from_json(cached)
+            continue
+        inputs = _probe_inputs(cell, eff.batch_size, cfg.seed)
+        if not inputs:
+            out[model_cfg.name] = None
+            continue
+        model = pool.get(model_cfg)
+
+        def run_batch(n: int, model: Any = model, cell: Cell = cell, inputs: list[Prepared] = inputs) -> None:
+            cell.task.infer(model, cell.protocol, inputs[:n], cell.dataset)
+
+        profile = measure(
+            run_batch,
+            batch_size=eff.batch_size,
+            device=model.info.device,
+            warmup=eff.warmup,
+            repeats=eff.repeats,
+            flops_fn=lambda run_batch=run_batch: run_batch(1),
+            params=model.info.params,
+            dtype=model.info.dtype,
+        )
+        data = profile.to_json()
+        data["measured_on"] = {"task": cell.task.name, "protocol": cell.protocol.name}
+        store.put_profile(key, data)
+        out[model_cfg.name] = profile
+        pool.release(model_cfg.name)
+    return out

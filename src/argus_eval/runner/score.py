@@ -1,0 +1,119 @@
+"""Scoring a run from the store alone: cell results, samples.jsonl, and the scorecard inputs.
+
+Rescoring never calls a model: everything here reads records written by an executor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from argus_eval.runner.plan import Cell, Plan
+from argus_eval.runner.store import Store
+from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.tasks.base import CellResult
+
+
+@dataclass
+class ScoredCell:
+    """A cell with its result (None when no sample succeeded) and its failures."""
+
+    cell: Cell
+    result: CellResult | None
+    failures: dict[str, str]
+
+
+def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
+    """Finalize every cell of the plan from its stored records."""
+    out: list[ScoredCell] = []
+    for cell in plan.cells:
+        records = store.read(cell.key)
+        ok = {sid: r for sid, r in records.items() if r.error is None}
+        failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
+        result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
+        out.append(ScoredCell(cell, result, failures))
+    return out
+
+
+def cell_data(scored: list[ScoredCell]) -> list[CellData]:
+    """The scoring wing's input: per-sample additive components and the finish of each cell."""
+    return [
+        CellData(
+            key=CellKey(s.cell.model.name, s.cell.task.name, s.cell.dataset.name, s.cell.condition.id),
+            sample_ids=s.result.sample_ids,
+            components=s.result.components,
+            finish=s.result.finish,
+            predictions=s.result.predictions,
+        )
+        for s in scored
+        if s.result is not None
+    ]
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def cell_summary(s: ScoredCell) -> dict[str, Any]:
+    """Per-cell metrics block of results.json."""
+    c = s.cell
+    base: dict[str, Any] = {
+        "model": c.model.name,
+        "task": c.task.name,
+        "dataset": c.dataset.name,
+        "condition": c.condition.id,
+        "protocol": c.protocol.name,
+        "native_protocol": c.protocol.native,
+        "samples": len(c.samples),
+        "failed": len(s.failures),
+        "failure_reasons": sorted({r.split(":", 1)[0] + ": " + r.split(":", 1)[-1].strip() for r in s.failures.values()})[:5],
+    }
+    if s.result is None:
+        base.update({"scored": 0, "primary": None, "metrics": {}, "undefined_reason": "no sample succeeded"})
+    else:
+        base.update(
+            {
+                "scored": len(s.result.sample_ids),
+                "primary": _clean(s.result.primary),
+                "metrics": {k: _clean(v) for k, v in sorted(s.result.metrics.items())},
+            }
+        )
+        if s.result.breakdown:
+            base["breakdown"] = s.result.breakdown
+    return base
+
+
+def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
+    """One JSON object per sample and cell, in plan order then sample order."""
+    for s in scored:
+        c = s.cell
+        head = {"model": c.model.name, "task": c.task.name, "dataset": c.dataset.name,
+                "condition": c.condition.id, "protocol": c.protocol.name}
+        res = s.result
+        by_id = {sid: i for i, sid in enumerate(res.sample_ids)} if res is not None else {}
+        for sample in c.samples:
+            sid = sample.sample_id
+            line: dict[str, Any] = {**head, "sample_id": sid}
+            if sid in by_id and res is not None:
+                i = by_id[sid]
+                line.update({"prediction": res.predictions[i], "score": _clean(res.scores[i]),
+                             "reference": res.references[i], "image": sample.image})
+            else:
+                line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run"),
+                             "image": sample.image})
+            yield line
+
+
+def write_samples(scored: list[ScoredCell], path: Path) -> int:
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for line in iter_sample_lines(scored):
+            fh.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
+            n += 1
+    return n
