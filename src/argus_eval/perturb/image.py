@@ -1,0 +1,204 @@
+"""Image perturbations: the 15 ImageNet-C corruptions with the reference parameters, plus resolution
+loss (`resize`) and aspect-ratio squash (`aspect`). Each maps uint8 HxWx3 to uint8 HxWx3 of the same size.
+
+The corruptions come from `imagecorruptions` (PyPI: imagecorruptions-imaug, the maintained fork, bit-identical
+to Hendrycks & Dietterich's code). It draws from NumPy's global random state, so each call seeds it under a
+lock and restores the caller's state afterwards; impulse_noise and glass_blur also take the seed directly.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from PIL import Image
+
+from argus_eval.data.images import ImageArray, to_rgb_uint8
+from argus_eval.errors import PerturbationError, SampleError, UnknownNameError
+from argus_eval.registry import Registry
+
+if TYPE_CHECKING:
+    from argus_eval.perturb.conditions import Condition
+
+ImageFn = Callable[[ImageArray, int, int], Any]  # (uint8 HxWx3 image, severity 1..5, seed) -> array-like
+
+
+@dataclass(frozen=True)
+class ImagePerturbation:
+    """A registered image perturbation: its function, family and whether the seed changes its output."""
+
+    fn: ImageFn
+    family: str
+    stochastic: bool
+
+
+IMAGE_PERTURBATIONS: Registry[ImagePerturbation] = Registry("image perturbation")
+
+IMAGENET_C_NAMES: tuple[str, ...] = (
+    "gaussian_noise", "shot_noise", "impulse_noise",
+    "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
+    "snow", "frost", "fog", "brightness",
+    "contrast", "elastic_transform", "pixelate", "jpeg_compression",
+)  # fmt: skip
+GEOMETRY_NAMES: tuple[str, ...] = ("resize", "aspect")
+
+_FAMILY = {"noise": IMAGENET_C_NAMES[0:3], "blur": IMAGENET_C_NAMES[3:7], "weather": IMAGENET_C_NAMES[7:11],
+           "digital": IMAGENET_C_NAMES[11:15]}  # fmt: skip
+_DETERMINISTIC = {"defocus_blur", "zoom_blur", "brightness", "contrast", "pixelate", "jpeg_compression"}
+_SEED_ARGUMENT = {"impulse_noise", "glass_blur"}  # these take seed= instead of reading the global state
+_REFERENCE_MIN_SIDE = 32  # imagecorruptions rejects smaller images
+_GLOBAL_STATE_LOCK = threading.Lock()  # NumPy's global RandomState is shared by every thread
+
+
+def _reference(name: str) -> ImageFn:
+    def run(image: ImageArray, severity: int, seed: int) -> Any:
+        try:
+            from imagecorruptions import corrupt as reference_corrupt
+        except ImportError:
+            raise PerturbationError(
+                f"image perturbation {name!r} needs the imagecorruptions package: "
+                "pip install 'argus-eval[robustness]'"
+            ) from None
+        kwargs = {"seed": seed} if name in _SEED_ARGUMENT else {}
+        with _GLOBAL_STATE_LOCK:
+            saved = np.random.get_state()
+            try:
+                np.random.seed(seed)
+                return reference_corrupt(image, severity=severity, corruption_name=name, **kwargs)
+            finally:
+                np.random.set_state(saved)
+
+    return run
+
+
+for _family, _names in _FAMILY.items():
+    for _name in _names:
+        IMAGE_PERTURBATIONS.register(
+            _name, ImagePerturbation(_reference(_name), _family, _name not in _DETERMINISTIC)
+        )
+
+# Scale of the intermediate image: 224 px becomes 157, 112, 78, 56, 34 px before coming back up.
+RESIZE_SCALES: tuple[float, ...] = (0.7, 0.5, 0.35, 0.25, 0.15)
+# Content is squashed along one axis (seeded) to this fraction of its length.
+ASPECT_FACTORS: tuple[float, ...] = (0.85, 0.7, 0.55, 0.45, 0.35)
+
+
+def _resize(image: ImageArray, severity: int, seed: int) -> ImageArray:
+    """Resolution loss: antialiased downscale, then bilinear upscale back to the input size."""
+    h, w = image.shape[:2]
+    s = RESIZE_SCALES[severity - 1]
+    small = Image.fromarray(image).resize(
+        (max(1, round(w * s)), max(1, round(h * s))), Image.Resampling.LANCZOS
+    )
+    return np.asarray(small.resize((w, h), Image.Resampling.BILINEAR))
+
+
+def _aspect(image: ImageArray, severity: int, seed: int) -> ImageArray:
+    """Aspect-ratio squash along a seeded axis, letterboxed with the mean colour so no content is lost."""
+    h, w = image.shape[:2]
+    f = ASPECT_FACTORS[severity - 1]
+    horizontal = random.Random(seed).random() < 0.5
+    size = (max(1, round(w * f)), h) if horizontal else (w, max(1, round(h * f)))
+    squashed = np.asarray(Image.fromarray(image).resize(size, Image.Resampling.LANCZOS))
+    out = np.empty_like(image)
+    out[...] = image.reshape(-1, 3).mean(axis=0).round().astype(np.uint8)
+    top, left = (h - squashed.shape[0]) // 2, (w - squashed.shape[1]) // 2
+    out[top : top + squashed.shape[0], left : left + squashed.shape[1]] = squashed
+    return out
+
+
+IMAGE_PERTURBATIONS.register("resize", ImagePerturbation(_resize, "geometry", stochastic=False))
+IMAGE_PERTURBATIONS.register("aspect", ImagePerturbation(_aspect, "geometry", stochastic=True))
+
+
+def names() -> list[str]:
+    """Registered image perturbation names: ImageNet-C order, then geometry, then any others sorted."""
+    known = [*IMAGENET_C_NAMES, *GEOMETRY_NAMES]
+    return known + [n for n in IMAGE_PERTURBATIONS.names() if n not in known]
+
+
+def get(name: str) -> ImagePerturbation:
+    """The registered perturbation for name; PerturbationError listing the valid names otherwise."""
+    try:
+        return IMAGE_PERTURBATIONS.get(name)
+    except UnknownNameError:
+        raise PerturbationError(f"unknown image perturbation {name!r}; valid: {', '.join(names())}") from None
+
+
+def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArray:
+    """Apply image perturbation name at severity 1..5 with seed; returns uint8 HxWx3 of the input's size.
+
+    Grayscale, RGBA and 16-bit inputs are converted to uint8 RGB first; images under 32 px on a side are
+    reflect-padded to 32 px for the reference corruptions and cropped back.
+    """
+    perturbation = get(name)
+    if isinstance(severity, bool) or not isinstance(severity, int) or not 1 <= severity <= 5:
+        raise PerturbationError(
+            f"image perturbation {name!r}: severity {severity!r} is outside 1..5; valid: {', '.join(names())}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**32:
+        raise PerturbationError(
+            f"image perturbation {name!r}: seed {seed!r} must be an integer in [0, 2**32)"
+        )
+    try:
+        rgb = to_rgb_uint8(image)
+    except SampleError as e:
+        raise PerturbationError(f"image perturbation {name!r}: cannot perturb this image ({e})") from None
+    h, w = rgb.shape[:2]
+    padded = rgb
+    if perturbation.family != "geometry" and min(h, w) < _REFERENCE_MIN_SIDE:
+        pad = ((0, max(0, _REFERENCE_MIN_SIDE - h)), (0, max(0, _REFERENCE_MIN_SIDE - w)), (0, 0))
+        padded = np.pad(rgb, pad, mode="symmetric")
+    out = perturbation.fn(padded, severity, int(seed))
+    return _as_uint8_rgb(out, padded.shape[0], padded.shape[1])[:h, :w].copy()
+
+
+def _as_uint8_rgb(out: Any, h: int, w: int) -> ImageArray:
+    """Force uint8 HxWx3 at (h, w): the reference returns floats, PIL images or grey for some inputs."""
+    a = np.asarray(out)
+    if a.dtype != np.uint8:
+        # Truncation, not rounding, matches the reference's own final np.uint8 cast.
+        a = np.clip(np.nan_to_num(a.astype(np.float64)), 0, 255).astype(np.uint8)
+    if a.ndim == 2:
+        a = np.repeat(a[:, :, None], 3, axis=2)
+    if a.shape[:2] != (h, w):
+        a = np.asarray(Image.fromarray(a).resize((w, h), Image.Resampling.BILINEAR))
+    return np.ascontiguousarray(a)
+
+
+def _apply_job(job: tuple[np.ndarray, Condition, int]) -> np.ndarray:
+    from argus_eval.perturb.conditions import apply_image  # runtime import: conditions imports this module
+
+    image, condition, seed = job
+    return apply_image(condition, image, seed)
+
+
+def corrupt_many(
+    images: Sequence[np.ndarray],
+    conditions: Sequence[Condition],
+    seeds: Sequence[int],
+    processes: int = 1,
+) -> list[np.ndarray]:
+    """Apply conditions[i] with seeds[i] to images[i] for every i; processes > 1 uses a spawn process pool.
+
+    Results equal the serial path exactly (every call is seeded on its own). Clean and text conditions
+    return the image unchanged. Worth it only for sweeps: each worker pays a few seconds of imports.
+    """
+    if not len(images) == len(conditions) == len(seeds):
+        raise PerturbationError(
+            f"corrupt_many needs as many conditions and seeds as images: "
+            f"{len(images)} images, {len(conditions)} conditions, {len(seeds)} seeds"
+        )
+    jobs = list(zip(images, conditions, seeds, strict=True))
+    if processes <= 1 or len(jobs) <= 1:
+        return [_apply_job(j) for j in jobs]
+    workers = min(processes, len(jobs))
+    # spawn, not fork: safe beside threads (torch, numba) and the same on every platform.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(_apply_job, jobs, chunksize=max(1, len(jobs) // (workers * 4))))
