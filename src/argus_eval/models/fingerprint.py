@@ -1,0 +1,67 @@
+"""Model identity for the result cache, computed without loading the model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+# Files that decide a checkpoint's outputs: weights, configs, tokenizer and processor files, templates.
+_HASHED_SUFFIXES = frozenset(
+    {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz"}
+)
+# Options that change how a model is called but never what it answers.
+RUNTIME_ONLY_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "backoff_s", "api_key_env"})
+
+_file_cache: dict[tuple[str, int, int], str] = {}
+_lock = threading.Lock()
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of one file, memoised by (path, size, mtime) so an unchanged checkpoint is hashed once."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _lock:
+        hit = _file_cache.get(key)
+    if hit is not None:
+        return hit
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    with _lock:
+        _file_cache[key] = digest
+    return digest
+
+
+def dir_digest(root: Path) -> str:
+    """sha256 over (relative path, file digest) of every output-relevant file below root."""
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in _HASHED_SUFFIXES)
+    for p in files:
+        if any(part.startswith(".") for part in p.relative_to(root).parts):
+            continue  # .cache/, .git/: not part of the checkpoint
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(file_digest(p).encode())
+    return h.hexdigest()
+
+
+def output_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The options that can change a model's answers, with file paths replaced by their content hash."""
+    out: dict[str, Any] = {}
+    for k, v in sorted(options.items()):
+        if k in RUNTIME_ONLY_OPTIONS:
+            continue
+        if isinstance(v, str) and Path(v).is_file():
+            v = {"file_sha256": file_digest(Path(v))}
+        out[k] = v
+    return out
+
+
+def combine(parts: dict[str, Any]) -> str:
+    """A short stable digest of a JSON-able description."""
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:24]

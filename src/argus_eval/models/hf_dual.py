@@ -1,0 +1,106 @@
+"""Dual encoders (CLIP, SigLIP, any model with get_image_features / get_text_features): EMBED, SCORE_PAIRS."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from argus_eval.data.images import ImageArray
+from argus_eval.errors import ModelLoadError
+from argus_eval.models.hf_common import (
+    HFAdapterBase,
+    LoadRequest,
+    batches,
+    call_pretrained,
+    check_lengths,
+    hf_module,
+    to_pil,
+)
+from argus_eval.models.protocols import EMBED, SCORE_PAIRS
+
+# How each family's text tower expects padding. SigLIP pools the last position, so it must see the
+# fixed length it was trained with (zoo-notes pitfall 15); CLIP pools at EOS and pads freely.
+_TEXT_PADDING: dict[str, str] = {"siglip": "max_length", "siglip2": "max_length"}
+
+
+def _features(out: Any) -> torch.Tensor:
+    """transformers 5 may return a BaseModelOutputWithPooling whose pooler_output is the projection."""
+    if isinstance(out, torch.Tensor):
+        return out
+    pooled = getattr(out, "pooler_output", None)
+    if isinstance(pooled, torch.Tensor):
+        return pooled
+    return torch.as_tensor(out[0])
+
+
+class DualEncoderAdapter(HFAdapterBase):
+    """L2-normalised image/text embeddings; pair score = cosine similarity."""
+
+    def __init__(self, req: LoadRequest, model: torch.nn.Module, processor: Any) -> None:
+        super().__init__(req, model, frozenset({EMBED, SCORE_PAIRS}))
+        self.processor = processor
+        padding = _TEXT_PADDING.get(req.family, "longest")
+        self._text_kwargs: dict[str, Any] = {"padding": padding, "truncation": True}
+        if padding == "max_length":
+            text_cfg = getattr(model.config, "text_config", None)
+            self._text_kwargs["max_length"] = int(getattr(text_cfg, "max_position_embeddings", 64))
+
+    @torch.inference_mode()
+    def embed_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised float32 image embeddings, computed batch_size images at a time."""
+        chunks = []
+        for sl in batches(len(images), self.batch_size):
+            inputs = self.processor(images=to_pil(images[sl]), return_tensors="pt")
+            feats = _features(
+                self.model.get_image_features(pixel_values=self.to_device(inputs)["pixel_values"])
+            )
+            self.forward_calls += 1
+            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy())
+        return _stack(chunks)
+
+    @torch.inference_mode()
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised float32 text embeddings."""
+        chunks = []
+        for sl in batches(len(texts), self.batch_size):
+            inputs = self.to_device(
+                self.processor(text=list(texts[sl]), return_tensors="pt", **self._text_kwargs)
+            )
+            kw = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
+            feats = _features(self.model.get_text_features(**kw))
+            self.forward_calls += 1
+            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy())
+        return _stack(chunks)
+
+    def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n,) cosine similarity of each (image, text) pair's embeddings."""
+        check_lengths(images, texts)
+        if not images:
+            return np.zeros((0,), dtype=np.float32)
+        ei, et = self.embed_images(images), self.embed_texts(texts)
+        sims: NDArray[np.float32] = (ei * et).sum(axis=1, dtype=np.float32)
+        return sims
+
+
+def _stack(chunks: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    if not chunks:
+        return np.zeros((0, 0), dtype=np.float32)
+    out: NDArray[np.float32] = np.ascontiguousarray(np.concatenate(chunks, axis=0), dtype=np.float32)
+    return out
+
+
+def load_dual_encoder(req: LoadRequest) -> DualEncoderAdapter:
+    """Load any AutoModel checkpoint that exposes get_image_features and get_text_features."""
+    tf = hf_module()
+    kw = req.pretrained_kwargs()
+    model = call_pretrained(req, "model", lambda: tf.AutoModel.from_pretrained(req.source, **kw))
+    if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
+        raise ModelLoadError(
+            f"model {req.cfg.spec!r}: {type(model).__name__} has no get_image_features/get_text_features"
+        )
+    processor = call_pretrained(req, "processor", lambda: tf.AutoProcessor.from_pretrained(req.source, **kw))
+    return DualEncoderAdapter(req, model, processor)

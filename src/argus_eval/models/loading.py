@@ -1,0 +1,205 @@
+"""From a ModelConfig to a loaded adapter: scheme dispatch, family detection, fingerprints, presets.
+
+Schemes ("hf", "api", "zoo", plus plugins from the entry-point group ``argus_eval.models``) map the
+text after ``scheme:`` to an adapter. Hugging Face checkpoints are dispatched on config.json's
+``model_type`` (then ``architectures``) through the family registry below.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from argus_eval.errors import ModelLoadError, UnknownNameError
+from argus_eval.models import fingerprint as fp
+from argus_eval.models.hf_common import LoadRequest
+from argus_eval.models.presets import PRESETS, Preset
+from argus_eval.models.protocols import Model
+from argus_eval.models.spec import ModelConfig
+from argus_eval.registry import Registry
+
+SchemeLoader = Callable[[ModelConfig, str], Model]
+FamilyLoader = Callable[[LoadRequest], Model]
+
+SCHEMES: Registry[SchemeLoader] = Registry("model scheme", entry_point_group="argus_eval.models")
+# Keyed by config.json model_type; values are lazy "module:function" loaders taking a LoadRequest.
+HF_FAMILIES: Registry[FamilyLoader] = Registry("model family", entry_point_group="argus_eval.model_families")
+for _t in ("clip", "siglip", "siglip2", "chinese_clip", "altclip", "align"):
+    HF_FAMILIES.register(_t, "argus_eval.models.hf_dual:load_dual_encoder")
+HF_FAMILIES.register("blip", "argus_eval.models.hf_blip:load_blip")
+HF_FAMILIES.register("lxmert", "argus_eval.models.hf_lxmert:load_lxmert")
+HF_FAMILIES.register("gemma3", "argus_eval.models.hf_vlm:load_vlm")
+HF_FAMILIES.register("qwen2_5_vl", "argus_eval.models.hf_vlm:load_qwen2_5_vl")
+HF_FAMILIES.register("image-text-to-text", "argus_eval.models.hf_vlm:load_vlm")
+GENERIC_FAMILY = "image-text-to-text"
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.pt")
+
+ZOO_ROOT = Path(__file__).resolve().parent.parent / "zoo" / "checkpoints"
+
+
+def zoo_dir(name: str) -> Path:
+    """Directory of a built-in zoo checkpoint; ModelLoadError telling how to build it if missing."""
+    d = ZOO_ROOT / name
+    if not (d / "config.json").is_file():
+        raise ModelLoadError(
+            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it"
+        )
+    return d
+
+
+def _split(spec: str) -> tuple[str, str]:
+    """('hf', 'openai/clip...') for schemed specs; ('preset', name) otherwise."""
+    scheme, sep, target = spec.partition(":")
+    if sep and scheme in SCHEMES:
+        return scheme, target
+    return "preset", spec
+
+
+def _preset(cfg: ModelConfig) -> Preset:
+    try:
+        return PRESETS.get(cfg.spec)
+    except UnknownNameError as e:
+        raise ModelLoadError(
+            f"model {cfg.spec!r} names nothing loadable: not a preset and no scheme "
+            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}"
+        ) from None
+
+
+def _looks_like_path(target: str) -> bool:
+    return target.startswith(("/", ".", "~")) or Path(target).exists() or target.count("/") > 1
+
+
+def _read_local_config(cfg: ModelConfig, d: Path) -> dict[str, Any]:
+    cfg_file = d / "config.json"
+    if not cfg_file.is_file():
+        raise ModelLoadError(f"model {cfg.spec!r}: {d} has no config.json; not a Hugging Face checkpoint")
+    if not any(next(d.glob(p), None) for p in WEIGHT_PATTERNS):
+        raise ModelLoadError(
+            f"model {cfg.spec!r}: {d} has no weight files ({', '.join(WEIGHT_PATTERNS)}); "
+            "the checkpoint is incomplete"
+        )
+    try:
+        data: dict[str, Any] = json.loads(cfg_file.read_text())
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"model {cfg.spec!r}: {cfg_file} is not readable JSON ({e})") from None
+    return data
+
+
+def _read_hub_config(cfg: ModelConfig, repo_id: str) -> dict[str, Any]:
+    try:
+        from huggingface_hub import hf_hub_download
+
+        path = hf_hub_download(repo_id, "config.json", revision=cfg.revision)
+        data: dict[str, Any] = json.loads(Path(path).read_text())
+    except Exception as e:  # offline, unknown repo, gated repo: all mean "cannot load"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(
+            f"model {cfg.spec!r}: {repo_id!r} is neither a local directory nor a reachable hub repo ({first})"
+        ) from None
+    return data
+
+
+def detect_family(hf_config: dict[str, Any]) -> str:
+    """Family key of a checkpoint: its model_type when registered, else the generic image-text-to-text."""
+    model_type = str(hf_config.get("model_type", ""))
+    if model_type in HF_FAMILIES:
+        return model_type
+    return GENERIC_FAMILY
+
+
+def _hf_target(cfg: ModelConfig, target: str) -> tuple[str, bool]:
+    """(source, is_local) for an hf target; a path-like target that is not a directory is an error."""
+    p = Path(target).expanduser()
+    if p.is_dir():
+        return str(p.resolve()), True
+    if _looks_like_path(target):
+        raise ModelLoadError(f"model {cfg.spec!r}: directory {p} does not exist")
+    return target, False
+
+
+def load_hf(cfg: ModelConfig, target: str) -> Model:
+    """Load a Hugging Face checkpoint (local directory or hub id) through its family adapter."""
+    source, local = _hf_target(cfg, target)
+    hf_config = _read_local_config(cfg, Path(source)) if local else _read_hub_config(cfg, source)
+    family = detect_family(hf_config)
+    req = LoadRequest(
+        cfg=cfg, source=source, hf_config=hf_config, fingerprint=model_fingerprint(cfg), family=family
+    )
+    model: Model = HF_FAMILIES.get(family)(req)
+    return model
+
+
+def load_zoo(cfg: ModelConfig, target: str) -> Model:
+    """Load a built-in zoo checkpoint (a Hugging Face directory inside the package)."""
+    d = zoo_dir(target)
+    return load_hf(cfg, str(d))
+
+
+def load_api(cfg: ModelConfig, target: str) -> Model:
+    """An OpenAI-compatible chat-completions endpoint: ``URL#MODEL``."""
+    from argus_eval.models.api import OpenAICompatibleModel
+
+    return OpenAICompatibleModel(cfg, target, model_fingerprint(cfg))
+
+
+SCHEMES.register("hf", load_hf)
+SCHEMES.register("zoo", load_zoo)
+SCHEMES.register("api", load_api)
+
+
+def load_model(cfg: ModelConfig) -> Model:
+    """Load the model a config names, once. ModelLoadError (naming the spec and cause) when impossible."""
+    scheme, target = _split(cfg.spec)
+    if scheme == "preset":
+        preset = _preset(cfg)
+        return load_model(cfg.model_copy(update={"spec": preset.spec}))
+    loader = SCHEMES.get(scheme)
+    return loader(cfg, target)
+
+
+def model_fingerprint(cfg: ModelConfig) -> str:
+    """Identity of a model's answers, without loading it.
+
+    Local directory: sha256 of its files; hub id: id + revision; api: url + model name; plus dtype and
+    the output-relevant options.
+    """
+    scheme, target = _split(cfg.spec)
+    if scheme == "preset":
+        return model_fingerprint(cfg.model_copy(update={"spec": _preset(cfg).spec}))
+    parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": fp.output_options(cfg.options)}
+    if scheme == "zoo":
+        parts["files"] = fp.dir_digest(zoo_dir(target))
+    elif scheme == "hf":
+        source, local = _hf_target(cfg, target)
+        if local:
+            parts["files"] = fp.dir_digest(Path(source))
+        else:
+            parts["hub"] = {"id": source, "revision": cfg.revision or "main"}
+    elif scheme == "api":
+        url, _, name = target.partition("#")
+        parts["api"] = {"url": url.rstrip("/"), "model": name}
+        parts.pop("dtype")
+    else:  # a plugin scheme: its target string is all we know without loading
+        parts["target"] = target
+    return fp.combine(parts)
+
+
+def describe_presets() -> list[dict[str, Any]]:
+    """One row per preset for `argus models`: name, spec, family, capabilities, paper checkpoint."""
+    rows = []
+    for name in PRESETS.names():
+        p = PRESETS.get(name)
+        rows.append(
+            {
+                "name": p.name,
+                "spec": p.spec,
+                "family": p.family,
+                "capabilities": sorted(p.capabilities),
+                "paper_checkpoint": p.paper_checkpoint,
+                "note": p.note,
+            }
+        )
+    return rows

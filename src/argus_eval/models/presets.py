@@ -1,0 +1,55 @@
+"""Named models of the paper: short names for their official checkpoints (loading them needs the hub)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argus_eval.models.protocols import CHOOSE, CLASSIFY, EMBED, GENERATE, SCORE_PAIRS
+from argus_eval.registry import Registry
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A preset name, the spec it stands for, its adapter family and the capabilities it will offer."""
+
+    name: str
+    spec: str
+    family: str
+    capabilities: frozenset[str]
+    paper_checkpoint: bool = True
+    note: str = ""
+
+
+PRESETS: Registry[Preset] = Registry("model preset")
+
+
+def _add(p: Preset) -> None:
+    PRESETS.register(p.name, p)
+
+
+_add(Preset("clip-vit-b32", "hf:openai/clip-vit-base-patch32", "clip", frozenset({EMBED, SCORE_PAIRS})))
+_add(
+    Preset(
+        "blip-itm-large-coco", "hf:Salesforce/blip-itm-large-coco", "blip", frozenset({EMBED, SCORE_PAIRS})
+    )
+)
+_add(Preset("blip-caption-base", "hf:Salesforce/blip-image-captioning-base", "blip", frozenset({GENERATE})))
+_add(Preset("blip-vqa-base", "hf:Salesforce/blip-vqa-base", "blip", frozenset({GENERATE})))
+_add(
+    Preset(
+        "lxmert-vqa",
+        "hf:unc-nlp/lxmert-vqa-uncased",
+        "lxmert",
+        frozenset({CLASSIFY}),
+        note="needs region features: options.region_features (npz/h5/tsv) or the grid approximation",
+    )
+)
+_add(Preset("gemma-3-4b", "hf:google/gemma-3-4b-it", "gemma3", frozenset({GENERATE, CHOOSE, SCORE_PAIRS})))
+_add(
+    Preset(
+        "qwen2.5-vl-3b",
+        "hf:Qwen/Qwen2.5-VL-3B-Instruct",
+        "qwen2_5_vl",
+        frozenset({GENERATE, CHOOSE, SCORE_PAIRS}),
+    )
+)

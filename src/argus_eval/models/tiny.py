@@ -1,0 +1,137 @@
+"""Tiny random models of every family, built from transformers configs and saved like real checkpoints.
+
+Used by tests, benchmarks and the default run before the zoo exists. Each builder writes a complete
+Hugging Face directory (config, safetensors weights, tokenizer, processor) that loads through the same
+``from_pretrained`` path a hub checkpoint takes. Weights are random (seeded): outputs are garbage, but
+deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from argus_eval.models.hf_common import hf_module
+from argus_eval.registry import Registry
+
+Builder = Callable[[Path], None]
+
+TINY_BUILDERS: Registry[Builder] = Registry("tiny model family")
+
+# A small closed vocabulary: enough to tokenise test prompts, captions and answers word by word.
+# fmt: off
+WORDS: tuple[str, ...] = (
+    "a", "an", "the", "is", "are", "there", "of", "to", "in", "on", "and", "or", "what", "which", "how",
+    "many", "color", "colour", "shape", "size", "material", "red", "green", "blue", "yellow", "gray",
+    "grey", "brown", "purple", "cyan", "small", "large", "big", "tiny", "cube", "sphere", "cylinder",
+    "ball", "block", "metal", "rubber", "shiny", "matte", "left", "right", "behind", "front", "same",
+    "as", "than", "more", "fewer", "object", "objects", "thing", "things", "image", "picture", "photo",
+    "describe", "answer", "question", "yes", "no", "zero", "one", "two", "three", "four", "five", "six",
+    "seven", "it", "this", "that", "with", "other", "any", "does", "do", "has", "have", "cat", "dog",
+    *".,?!:;()'\"-",
+    *"0123456789",
+)
+# fmt: on
+
+CLIP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.,?!'()-:;\""
+
+
+def build_tiny(family: str, out_dir: Path, seed: int = 0) -> Path:
+    """Build the tiny random model of a family into out_dir (created) and return out_dir.
+
+    Families: ``names()`` of TINY_BUILDERS (clip, siglip, blip-itm, blip-caption, blip-vqa, lxmert-vqa,
+    lxmert-pretraining, gemma3, qwen2_5_vl). The same seed gives bit-identical weights.
+    """
+    builder = TINY_BUILDERS.get(family)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    builder(out_dir)
+    return out_dir
+
+
+def tiny_families() -> list[str]:
+    """Names accepted by build_tiny."""
+    return TINY_BUILDERS.names()
+
+
+def word_tokenizer_object(specials: list[str], template: tuple[str, str] | None = None) -> object:
+    """A `tokenizers` WordLevel tokenizer over WORDS plus specials (lowercased, split on punctuation)."""
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers
+    from tokenizers.models import WordLevel
+    from tokenizers.processors import TemplateProcessing
+
+    vocab = {t: i for i, t in enumerate([*specials, *dict.fromkeys(WORDS)])}
+    unk = "[UNK]" if "[UNK]" in vocab else "<unk>"
+    tok = Tokenizer(WordLevel(vocab=vocab, unk_token=unk))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    )
+    # Specials must match before pre-tokenisation splits them at their punctuation.
+    tok.add_special_tokens(specials)
+    if template is not None:
+        single, pair = template
+        used = {s for s in specials if s in single or s in pair}
+        tok.post_processor = TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(s, vocab[s]) for s in sorted(used)]
+        )
+    return tok
+
+
+def _clip_tokenizer(out_dir: Path) -> object:
+    """A character-level CLIP BPE (no merges): every word is spelled out; enough for plumbing."""
+    from transformers import CLIPTokenizer
+
+    vocab: dict[str, int] = {}
+    for c in CLIP_CHARS:
+        vocab[c] = len(vocab)
+    for c in CLIP_CHARS:
+        vocab[c + "</w>"] = len(vocab)
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    tmp = out_dir / "_bpe"
+    tmp.mkdir(exist_ok=True)
+    (tmp / "vocab.json").write_text(json.dumps(vocab))
+    (tmp / "merges.txt").write_text("#version: 0.2\n")
+    # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (zoo-notes pitfall 12).
+    tok = CLIPTokenizer(str(tmp / "vocab.json"), str(tmp / "merges.txt"), model_max_length=32)
+    (tmp / "vocab.json").unlink()
+    (tmp / "merges.txt").unlink()
+    tmp.rmdir()
+    return tok
+
+
+@TINY_BUILDERS.register("clip")
+def _build_clip(out_dir: Path) -> None:
+    tf = hf_module()
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    tok = _clip_tokenizer(out_dir)
+    ids = tok.convert_tokens_to_ids(["<|startoftext|>", "<|endoftext|>"])  # type: ignore[attr-defined]
+    text = {
+        "vocab_size": len(tok),  # type: ignore[arg-type]
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 32,
+        "bos_token_id": ids[0],
+        "eos_token_id": ids[1],
+        "pad_token_id": ids[1],
+    }
+    vision = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    model = tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
+    improc = CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    model.save_pretrained(out_dir)
+    tf.CLIPProcessor(image_processor=improc, tokenizer=tok).save_pretrained(out_dir)
