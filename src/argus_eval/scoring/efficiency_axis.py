@@ -39,6 +39,8 @@ def _pool_ratios(
             left_out[sub] = f"not measured (or not positive) for {', '.join(lacking)}"
             continue
         present = {m: float(v) for m, v in vals.items() if v is not None}
+        if not present:
+            continue
         best = max(present.values()) if higher else min(present.values())
         for m, v in present.items():
             ratios[m][sub] = v / best if higher else best / v

@@ -64,7 +64,7 @@ def gap_sentence(capability: Mapping[str, int | None], overall: Mapping[str, int
     """One sentence naming the capability-reliability gap, e.g. "X ranks first on capability but third
     overall; Y leads overall." Handles agreement, ties, a single model and unranked models."""
     both = sorted(m for m in capability if capability[m] is not None and overall.get(m) is not None)
-    unranked = sorted(set(capability) | set(overall) - set(both))
+    unranked = sorted((set(capability) | set(overall)) - set(both))
     tail = f" ({_join(unranked)} could not be ranked on both.)" if unranked else ""
     if not both:
         return (
