@@ -1,0 +1,51 @@
+"""COCO caption tokenisation: the Stanford PTB tokenizer jar, then pycocoevalcap's punctuation filter.
+
+We run the very jar pycocoevalcap runs (stanford-corenlp-3.4.1, -preserveLines -lowerCase), once per
+corpus, from a private temp dir, so tokens match COCOEvalCap exactly. Quirks kept on purpose: after
+lower-casing, bracket tokens read '-lrb-' and are not in the (upper-case) punctuation list, so they stay.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from argus_eval.errors import MetricError
+from argus_eval.metrics._java import java_executable, pycocoevalcap_file
+
+# pycocoevalcap.tokenizer.ptbtokenizer.PUNCTUATIONS
+PUNCTUATIONS = frozenset(
+    ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
+)
+# pycocoevalcap replaces only '\n'; Java's -preserveLines also breaks at these, which would misalign lines.
+_LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def ptb_tokenize(sentences: Sequence[str]) -> list[str]:
+    """Tokenise sentences as pycocoevalcap's PTBTokenizer does; returns space-joined tokens per sentence."""
+    if not sentences:
+        return []
+    jar = pycocoevalcap_file("tokenizer/stanford-corenlp-3.4.1.jar")
+    text = "\n".join(_LINE_BREAKS.sub(" ", s) for s in sentences)
+    with tempfile.TemporaryDirectory(prefix="argus-ptb-") as tmp:
+        src = Path(tmp) / "captions.txt"
+        src.write_bytes(text.encode())
+        cmd = [java_executable(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer"]
+        cmd += ["-preserveLines", "-lowerCase", str(src)]
+        proc = subprocess.run(cmd, capture_output=True, check=False)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no stderr"]
+        raise MetricError(
+            f"PTB tokenizer jar failed (exit {proc.returncode}): {err[0]}; check the Java install"
+        )
+    lines = proc.stdout.decode().split("\n")
+    # The jar ends every line with '\n'; trailing empty captions may leave fewer lines: they are empty.
+    if len(lines) < len(sentences):
+        lines += [""] * (len(sentences) - len(lines))
+    return [
+        " ".join(w for w in line.rstrip().split(" ") if w not in PUNCTUATIONS)
+        for line in lines[: len(sentences)]
+    ]
