@@ -14,7 +14,7 @@ from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.scoring.axes import efficiency_axis
 from argus_eval.scoring.engine import AXES, ModelRows, expected_datasets, model_rows
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.paired import align, cell_scores, flip_rates, paired_counts
+from argus_eval.scoring.paired import Group, align, cell_scores, flip_rates, paired_counts
 from argus_eval.scoring.ranking import RankingComparison, compare_rankings
 from argus_eval.scoring.statistics import pairwise_shares, percentile_interval
 from argus_eval.scoring.types import AxisValue, CellData, CellKey, FloatArray, parse_condition
@@ -192,6 +192,27 @@ def _point(rows: FloatArray | None) -> float | None:
     return float(rows[0])
 
 
+@dataclass(frozen=True)
+class _Rows:
+    scores: dict[CellKey, FloatArray]
+    models: dict[str, ModelRows]
+
+
+def _rows(
+    groups: list[Group], e_values: Mapping[str, AxisValue], options: ScoringOptions, resamples: int
+) -> _Rows:
+    """Cell score rows and every model's axis rows for the full sample plus `resamples` resamples."""
+    scores: dict[CellKey, FloatArray] = {}
+    flips: dict[CellKey, FloatArray] = {}
+    for g in groups:
+        counts = paired_counts(g, resamples, options.seed)
+        scores.update(cell_scores(g, counts))
+        flips.update(flip_rates(g, counts))
+    expected = expected_datasets(list(scores))
+    models = {m: model_rows(m, scores, flips, e_values[m], options, expected) for m in e_values}
+    return _Rows(scores, models)
+
+
 def _build(
     cells: Sequence[CellData],
     efficiency: Mapping[str, EfficiencyProfile | None],
@@ -199,29 +220,23 @@ def _build(
     resamples: int,
 ) -> Scorecard:
     groups = align(cells)
-    scores: dict[CellKey, FloatArray] = {}
-    flips: dict[CellKey, FloatArray] = {}
-    sizes: dict[CellKey, tuple[int, int]] = {}
-    for g in groups:
-        counts = paired_counts(g, resamples, options.seed)
-        scores.update(cell_scores(g, counts))
-        flips.update(flip_rates(g, counts))
-        sizes.update({a.cell.key: (len(g.ids), a.dropped) for a in g.cells})
-    models = sorted({k.model for k in scores})
+    sizes = {a.cell.key: (len(g.ids), a.dropped) for g in groups for a in g.cells}
+    models = sorted({k.model for k in sizes})
     e_values = efficiency_axis(
         {m: efficiency.get(m) for m in models}, options.efficiency_mode, options.budgets
     )
-    expected = expected_datasets(list(scores))
-    rows: dict[str, ModelRows] = {
-        m: model_rows(m, scores, flips, e_values[m], options, expected) for m in models
-    }
+    # The point values come from a run without resamples so they do not depend on the resample count
+    # (not even in the last bit); the resample run repeats row 0 and adds the resamples.
+    point = _rows(groups, e_values, options, 0)
+    boot = _rows(groups, e_values, options, resamples) if resamples else None
 
     def interval(r: FloatArray | None) -> Interval:
-        return percentile_interval(r, options.confidence) if resamples else None
+        return percentile_interval(r, options.confidence)
 
     cards: dict[str, ModelCard] = {}
     for m in models:
-        mr = rows[m]
+        mr = point.models[m]
+        br = boot.models[m] if boot is not None else None
         retention = [
             RetentionEntry(
                 r.key,
@@ -229,27 +244,35 @@ def _build(
                 float(r.perturbed[0]),
                 _point(r.ratio),
                 _point(r.flip),
-                {"retention": interval(r.ratio), "flip_rate": interval(r.flip)} if resamples else {},
+                {} if br is None else {"retention": interval(b.ratio), "flip_rate": interval(b.flip)},
             )
-            for r in mr.retention
+            for r, b in zip(mr.retention, br.retention if br is not None else mr.retention, strict=True)
         ]
         curves = {name: {s: _point(v) for s, v in c.items()} for name, c in mr.curves.items()}
-        card_intervals = {a: interval(mr.axes[a].values) for a in AXES} if resamples else {}
+        card_intervals = {} if br is None else {a: interval(br.axes[a].values) for a in AXES}
         axes = {a: mr.axes[a].point() for a in AXES}
         cards[m] = ModelCard(m, axes, card_intervals, retention, curves, efficiency.get(m))
     cell_list = [
-        CellScore(k, float(v[0]), sizes[k][0], sizes[k][1], interval(v)) for k, v in sorted(scores.items())
+        CellScore(
+            k,
+            float(v[0]),
+            sizes[k][0],
+            sizes[k][1],
+            None if boot is None else interval(boot.scores[k]),
+        )
+        for k, v in sorted(point.scores.items())
     ]
     ranking = compare_rankings(
         {m: cards[m].axes["P"].value for m in models}, {m: cards[m].axes["ARGUS"].value for m in models}
     )
-    boot = None
-    if resamples:
+    info = None
+    if boot is not None:
         pairwise = {
-            axis: pairwise_shares({m: rows[m].axes[axis].values for m in models}) for axis in ("ARGUS", "P")
+            axis: pairwise_shares({m: boot.models[m].axes[axis].values for m in models})
+            for axis in ("ARGUS", "P")
         }
-        boot = BootstrapInfo(resamples, options.seed, options.confidence, pairwise)
-    return Scorecard(options, cards, cell_list, ranking, boot)
+        info = BootstrapInfo(resamples, options.seed, options.confidence, pairwise)
+    return Scorecard(options, cards, cell_list, ranking, info)
 
 
 def compute_scorecard(

@@ -1,0 +1,151 @@
+"""Paired bootstrap: invariants of the resampling, seeding, intervals and pairwise rank shares."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.errors import MetricError
+from argus_eval.scoring.cells import mean_cell, ratio_cell
+from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.paired import align, paired_counts
+from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
+from argus_eval.scoring.types import CellData, CellKey
+
+N = 120
+IDS = [f"id{i:03d}" for i in range(N)]
+GROUPS = (("retrieval", "coco"), ("retrieval", "flickr"), ("reasoning", "clevr"), ("reasoning", "vcr"))
+CONDITIONS = ("clean", "image:fog@1", "image:fog@3")
+
+
+def random_cells(seed: int, models: tuple[str, ...] = ("A", "B", "C")) -> list[CellData]:
+    rng = np.random.default_rng(seed)
+    cells = []
+    for m in models:
+        for t, d in GROUPS:
+            base = rng.uniform(0.3, 0.9)
+            for j, cond in enumerate(CONDITIONS):
+                scores = (rng.random(N) < base * (1 - 0.15 * j)).astype(float)
+                preds = [str(int(x)) for x in scores]
+                cells.append(mean_cell(CellKey(m, t, d, cond), IDS, scores, preds))
+    return cells
+
+
+def profiles() -> dict[str, EfficiencyProfile | None]:
+    fp = {"id": "same"}
+    return {
+        "A": EfficiencyProfile(10, 12, 90, 800, 10**9, 10, fp),
+        "B": EfficiencyProfile(20, 25, 60, 400, 2 * 10**9, 10, fp),
+        "C": EfficiencyProfile(15, 19, 70, 600, 10**9, 10, fp),
+    }
+
+
+OPTS = ScoringOptions(resamples=300, seed=11)
+
+
+def test_point_values_match_and_intervals_contain_them() -> None:
+    cells = random_cells(1)
+    point = compute_scorecard(cells, profiles(), OPTS)
+    boot = bootstrap_scorecard(cells, profiles(), OPTS)
+    for m, card in boot.models.items():
+        for axis, v in card.axes.items():
+            assert v.value == point.models[m].axes[axis].value
+            lo, hi = card.intervals[axis]  # type: ignore[misc]
+            assert v.value is not None and lo <= v.value <= hi, (m, axis)
+        for r in card.retention:
+            lo, hi = r.intervals["retention"]  # type: ignore[misc]
+            assert r.retention is not None and lo <= r.retention <= hi
+    for c in boot.cells:
+        assert c.interval is not None and c.interval[0] <= c.score <= c.interval[1]
+    # E is not resampled: a zero-width interval
+    e = boot.models["A"].axes["E"].value
+    assert boot.models["A"].intervals["E"] == (e, e)
+
+
+def test_same_seed_same_result_and_seed_matters() -> None:
+    cells = random_cells(2)
+    a = json.dumps(bootstrap_scorecard(cells, profiles(), OPTS).to_json())
+    b = json.dumps(bootstrap_scorecard(random_cells(2), profiles(), OPTS).to_json())
+    assert a == b
+    c = bootstrap_scorecard(cells, profiles(), OPTS.model_copy(update={"seed": 12})).to_json()
+    assert json.dumps(c) != a
+    assert c["models"]["A"]["P"] == json.loads(a)["models"]["A"]["P"]
+
+
+def test_counts_are_multinomial_rows_and_shared() -> None:
+    groups = align(random_cells(3))
+    counts = paired_counts(groups[0], 50, seed=5)
+    assert counts.shape == (51, N)
+    assert np.all(counts[0] == 1)
+    assert np.all(counts.sum(axis=1) == N)
+    assert np.array_equal(counts, paired_counts(groups[0], 50, seed=5))
+    # different (task, dataset) groups draw independently
+    assert not np.array_equal(counts[1:], paired_counts(groups[1], 50, seed=5)[1:])
+
+
+def test_pairing_identical_cells_give_identical_resamples() -> None:
+    # A perturbed cell identical to its clean cell retains exactly 1 and flips nothing in every resample;
+    # only paired resampling (same indices for clean and perturbed) guarantees this.
+    scores = np.random.default_rng(4).random(N)
+    cells = [
+        mean_cell(CellKey("A", "retrieval", "coco", c), IDS, scores, ["p"] * N)
+        for c in ("clean", "image:fog@1")
+    ]
+    card = bootstrap_scorecard(cells, {}, OPTS).models["A"]
+    assert card.intervals["RR"] == (1.0, 1.0)
+    assert card.retention[0].intervals["flip_rate"] == (0.0, 0.0)
+    # two models with identical data: each ranks strictly above the other in no resample
+    twin = [mean_cell(CellKey("B", "retrieval", "coco", c), IDS, scores) for c in ("clean", "image:fog@1")]
+    boot = bootstrap_scorecard(cells + twin, {}, OPTS)
+    assert boot.bootstrap is not None
+    assert boot.bootstrap.pairwise["P"]["A"]["B"] == 0.0
+    assert boot.models["A"].intervals["P"] == boot.models["B"].intervals["P"]
+
+
+def test_strictly_better_model_wins_every_resample() -> None:
+    rng = np.random.default_rng(5)
+    cells = []
+    for t, d in GROUPS:
+        for cond in CONDITIONS:
+            cells.append(mean_cell(CellKey("weak", t, d, cond), IDS, rng.uniform(0.1, 0.9, N)))
+            cells.append(mean_cell(CellKey("strong", t, d, cond), IDS, np.ones(N)))
+    boot = bootstrap_scorecard(cells, {}, OPTS)
+    assert boot.bootstrap is not None
+    for axis in ("ARGUS", "P"):
+        assert boot.bootstrap.pairwise[axis]["strong"]["weak"] == 1.0
+        assert boot.bootstrap.pairwise[axis]["weak"]["strong"] == 0.0
+    js = boot.to_json()
+    assert js["rankings"]["pairwise"]["ARGUS"]["strong"]["weak"] == 1.0
+    assert js["bootstrap"]["resamples"] == 300
+
+
+def test_missing_samples_use_the_common_ids() -> None:
+    full = mean_cell(CellKey("A", "reasoning", "clevr", "clean"), ["a", "b", "c", "d"], [1, 0, 1, 1])
+    # B failed on sample "b": every cell of the group is scored on a, c, d
+    part = mean_cell(CellKey("B", "reasoning", "clevr", "clean"), ["d", "c", "a"], [0, 1, 1])
+    sc = compute_scorecard([full, part], {}, ScoringOptions())
+    by = {c.key.model: c for c in sc.cells}
+    assert by["A"].score == pytest.approx(1.0) and by["A"].n_samples == 3 and by["A"].n_dropped == 1
+    assert by["B"].score == pytest.approx(2 / 3) and by["B"].n_dropped == 0
+
+
+def test_corpus_metric_uses_summed_counts() -> None:
+    # BLEU-like: score = sum(matches) / sum(candidates), not the mean of per-sample ratios
+    c = ratio_cell(CellKey("A", "captioning", "coco", "clean"), ["x", "y"], [1, 9], [2, 10])
+    sc = compute_scorecard([c], {}, ScoringOptions())
+    assert sc.cells[0].score == pytest.approx(10 / 12)
+
+
+def test_inconsistent_inputs_raise() -> None:
+    good = mean_cell(CellKey("A", "reasoning", "clevr", "clean"), ["a", "b"], [1, 0])
+    with pytest.raises(MetricError):
+        compute_scorecard([good, good], {}, ScoringOptions())
+    bad = CellData(CellKey("B", "reasoning", "clevr", "clean"), ["a", "b"], np.ones((3, 2)), good.finish)
+    with pytest.raises(MetricError):
+        compute_scorecard([good, bad], {}, ScoringOptions())
+    disjoint = mean_cell(CellKey("B", "reasoning", "clevr", "clean"), ["c"], [1])
+    with pytest.raises(MetricError, match="no sample id is common"):
+        compute_scorecard([good, disjoint], {}, ScoringOptions())
