@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator, model_validator
 
 from argus_eval.errors import PerturbationError
 from argus_eval.perturb import image as image_perturb
@@ -106,7 +106,7 @@ class ConditionEntry(BaseModel):
     image: str | list[str] | None = None
     text: str | list[str] | None = None
     preset: str | None = None
-    severity: int | list[int] | None = None
+    severity: StrictInt | list[StrictInt] | None = None  # strict: True is not severity 1
 
     @field_validator("severity")
     @classmethod
