@@ -37,10 +37,10 @@ def scorecard_table(results: dict[str, Any]) -> Table:
 
 def run_command(cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool, quiet: bool,
                 console: Console) -> None:
+    cfg = load_config(cfg_path)
     from argus_eval.report.build import write_reports
     from argus_eval.runner.pipeline import run
 
-    cfg = load_config(cfg_path)
     out_dir = out or Path("runs") / cfg.name
     outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json)
     write_reports(out_dir)

@@ -56,6 +56,8 @@ class RunConfig(BaseModel):
 
     def dataset_options(self) -> list[DatasetOptions]:
         """Each dataset entry validated by its format's own options model."""
+        import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
+
         out: list[DatasetOptions] = []
         for i, entry in enumerate(self.datasets):
             fmt = entry.get("format")

@@ -1,0 +1,138 @@
+"""Image captioning, scored with COCO caption metrics (pycocoevalcap-exact BLEU, METEOR, ROUGE-L, CIDEr-D)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import Field
+
+from argus_eval.data.types import Dataset, Sample
+from argus_eval.errors import CapabilityError
+from argus_eval.metrics.caption import caption_components, caption_finish
+from argus_eval.models.protocols import EMBED, GENERATE, Embedder, Generator, Model
+from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.records import Record
+
+DEFAULT_METRICS = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
+
+
+class CaptioningOptions(TaskOptions):
+    name: str = "captioning"
+    prompt: str = Field(default="Describe the image in one sentence.", description="Instruction for chat models.")
+    prefix_prompt: str = Field(default="", description="Text prefix for captioners that continue a prefix (BLIP).")
+    max_new_tokens: int = Field(default=40, ge=1)
+    metrics: tuple[str, ...] = Field(default=DEFAULT_METRICS, description="Averaged into the primary score.")
+    cider_scale: float = Field(default=2.0, gt=0, description="CIDEr enters the score as min(CIDEr/scale, 1).")
+
+
+class CaptioningTask(Task):
+    """Caption each image; score against its references. Image conditions only (no query text).
+
+    Substitute for dual encoders: "caption-by-retrieval" picks the best caption of the dataset's
+    caption bank (its training-split captions) by embedding similarity.
+    """
+
+    name = "captioning"
+    options_model = CaptioningOptions
+    options: CaptioningOptions
+    accepts_kinds = frozenset({"clean", "image", "control"})
+
+    def __init__(self, options: CaptioningOptions | None = None) -> None:
+        super().__init__(options)
+        self._bank_cache: dict[tuple[str, str], NDArray[np.float32]] = {}
+
+    def select(self, dataset: Dataset) -> list[Sample]:
+        return [s for s in dataset.samples if s.texts and s.image is not None and s.question is None]
+
+    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
+        return [
+            ("generate", frozenset({GENERATE}), True, "greedy generation from the captioning prompt"),
+            ("caption-by-retrieval", frozenset({EMBED}), False,
+             "best caption of the training-split caption bank by image-text embedding similarity"),
+        ]
+
+    def _metrics(self) -> list[str]:
+        # METEOR needs a Java runtime; without one it is left out of the score and the cell says so.
+        return [m for m in self.options.metrics if m != "METEOR" or shutil.which("java")]
+
+    def infer(
+        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        images = [p.image for p in batch if p.image is not None]
+        if protocol.name == "generate":
+            assert isinstance(model, Generator)
+            style = model.info.extra.get("prompt_style", "chat")
+            prompt = self.options.prefix_prompt if style == "prefix" else self.options.prompt
+            caps = model.generate(images, [prompt] * len(images), self.options.max_new_tokens)
+        else:
+            assert isinstance(model, Embedder)
+            bank = self._bank(model, dataset)
+            sims = model.embed_images(images) @ bank.T
+            caps = [dataset.caption_bank[int(j)] for j in np.argmax(sims, axis=1)]
+        return [Record(p.sample.sample_id, {"caption": c}) for p, c in zip(batch, caps, strict=True)]
+
+    def _bank(self, model: Model, dataset: Dataset) -> NDArray[np.float32]:
+        if not dataset.caption_bank:
+            raise CapabilityError(
+                f"dataset {dataset.name!r} has no caption bank (training-split captions), which "
+                f"caption-by-retrieval needs for model {model.info.name!r}"
+            )
+        key = (model.info.fingerprint, dataset.fingerprint)
+        if key not in self._bank_cache:
+            assert isinstance(model, Embedder)
+            chunks = [model.embed_texts(list(dataset.caption_bank[i : i + 256]))
+                      for i in range(0, len(dataset.caption_bank), 256)]
+            self._bank_cache[key] = np.concatenate(chunks).astype(np.float32)
+        return self._bank_cache[key]
+
+    def finalize(
+        self,
+        dataset: Dataset,
+        samples: Sequence[Sample],
+        records: Mapping[str, Record],
+        protocol: ProtocolChoice,
+    ) -> CellResult:
+        kept = [s for s in samples if s.sample_id in records]
+        cands = {s.sample_id: str((records[s.sample_id].output or {}).get("caption", "")) for s in kept}
+        refs = {s.sample_id: list(s.texts) for s in kept}
+        used = self._metrics()
+        keys, comp, _ = caption_components(cands, refs, metrics=_needed(used))
+        order = {k: i for i, k in enumerate(keys)}
+        comp = comp[[order[s.sample_id] for s in kept]]
+        finish = _make_finish(used, self.options.cider_scale)
+        full = caption_finish(comp.sum(0)[None, :])
+        per_sample = finish(comp)  # each row alone: a per-sample score for the gallery
+        metrics = {k: float(v[0]) for k, v in full.items()}
+        if "METEOR" in self.options.metrics and "METEOR" not in used:
+            metrics["METEOR_skipped"] = 1.0
+        return CellResult(
+            sample_ids=[s.sample_id for s in kept],
+            predictions=[cands[s.sample_id] for s in kept],
+            scores=[float(x) for x in per_sample],
+            references=[list(s.texts) for s in kept],
+            components=np.nan_to_num(comp, nan=0.0),
+            finish=finish,
+            metrics=metrics,
+        )
+
+
+def _needed(used: Sequence[str]) -> list[str]:
+    # BLEU-4's components come with every BLEU order; computing all orders costs nothing more.
+    extra = [f"Bleu_{k}" for k in range(1, 5)] if any(m.startswith("Bleu") for m in used) else []
+    return sorted(set(used) | set(extra))
+
+
+def _make_finish(used: Sequence[str], cider_scale: float) -> Finish:
+    def finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        m = caption_finish(sums)
+        parts = []
+        for name in used:
+            v = m[name]
+            parts.append(np.minimum(v / cider_scale, 1.0) if name == "CIDEr" else v)
+        out: NDArray[np.float64] = np.mean(parts, axis=0)
+        return out
+
+    return finish

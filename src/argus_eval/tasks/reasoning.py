@@ -1,0 +1,164 @@
+"""Visual reasoning / question answering: CLEVR exact match, VQA accuracy, multiple choice (VCR)."""
+
+from __future__ import annotations
+
+import string
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from argus_eval.data.types import Dataset, Sample
+from argus_eval.metrics.vqa import exact_match, vqa_accuracy
+from argus_eval.models.protocols import CHOOSE, CLASSIFY, EMBED, GENERATE, Chooser, Classifier, Embedder, Generator, Model
+from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions, mean_finish
+from argus_eval.tasks.records import Record
+
+LETTERS = string.ascii_uppercase
+
+
+class ReasoningOptions(TaskOptions):
+    name: str = "reasoning"
+    prompt: str = Field(default="{question}\nAnswer with a single word or number.",
+                        description="Open-ended prompt; {question} is replaced.")
+    choice_prompt: str = Field(default="{question}\n{options}\nAnswer with the letter of the correct option.",
+                               description="Multiple-choice prompt for generative models.")
+    statement: str = Field(default="{question} {answer}",
+                           description="Substitute for dual encoders: each candidate answer as a statement.")
+    max_new_tokens: int = Field(default=8, ge=1)
+    vqa_min_answers: int = Field(default=3, ge=2, description="Items with this many gold answers use VQA accuracy.")
+
+
+def _candidates(sample: Sample, dataset: Dataset) -> tuple[str, ...]:
+    return sample.choices if sample.choices else dataset.answer_vocab
+
+
+class ReasoningTask(Task):
+    """Answer each question. Native protocols: a fixed answer head (classify), generation, or option
+    log-likelihood (choose). Substitute for dual encoders: 'embed-statements' scores every candidate
+    answer (the item's choices, or the dataset's closed answer vocabulary) as a statement."""
+
+    name = "reasoning"
+    options_model = ReasoningOptions
+    options: ReasoningOptions
+
+    def select(self, dataset: Dataset) -> list[Sample]:
+        return [
+            s for s in dataset.samples
+            if s.question is not None and (s.answers or s.answer_index is not None) and s.image is not None
+        ]
+
+    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
+        return [
+            ("classify", frozenset({CLASSIFY}), True, "argmax of the model's answer head"),
+            ("generate", frozenset({GENERATE}), True, "greedy short answer (letter for multiple choice)"),
+            ("choose", frozenset({CHOOSE}), True, "highest log-likelihood candidate answer"),
+            ("embed-statements", frozenset({EMBED}), False,
+             "candidate answers as statements, best image-text similarity"),
+        ]
+
+    def infer(
+        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        images = [p.image for p in batch if p.image is not None]
+        questions = [p.question or "" for p in batch]
+        answers = getattr(self, f"_by_{protocol.name.replace('-', '_')}")(model, batch, images, questions, dataset)
+        return [Record(p.sample.sample_id, {"answer": a}) for p, a in zip(batch, answers, strict=True)]
+
+    def _by_classify(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
+                     dataset: Dataset) -> list[str]:
+        assert isinstance(model, Classifier)
+        scores = model.classify(images, questions)
+        out = []
+        for p, row in zip(batch, scores, strict=True):
+            cands = p.sample.choices
+            if cands:  # restrict the head to the item's options when it has them
+                idx = {label: i for i, label in enumerate(model.labels)}
+                best = max(cands, key=lambda c: row[idx[c]] if c in idx else -np.inf)
+                out.append(best)
+            else:
+                out.append(model.labels[int(np.argmax(row))])
+        return out
+
+    def _by_generate(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
+                     dataset: Dataset) -> list[str]:
+        assert isinstance(model, Generator)
+        prompts = []
+        for p, q in zip(batch, questions, strict=True):
+            if p.sample.choices:
+                opts = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(p.sample.choices))
+                prompts.append(self.options.choice_prompt.format(question=q, options=opts))
+            else:
+                prompts.append(self.options.prompt.format(question=q))
+        texts = model.generate(images, prompts, self.options.max_new_tokens)
+        return [_letter_to_choice(t, p.sample.choices) if p.sample.choices else t.strip()
+                for t, p in zip(texts, batch, strict=True)]
+
+    def _by_choose(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
+                   dataset: Dataset) -> list[str]:
+        assert isinstance(model, Chooser)
+        options = [_candidates(p.sample, dataset) for p in batch]
+        prompts = [self.options.prompt.format(question=q) for q in questions]
+        lls = model.choose(images, prompts, options)
+        return [opts[int(np.argmax(ll))] for opts, ll in zip(options, lls, strict=True)]
+
+    def _by_embed_statements(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
+                             dataset: Dataset) -> list[str]:
+        assert isinstance(model, Embedder)
+        img = model.embed_images(images)
+        options = [_candidates(p.sample, dataset) for p in batch]
+        flat = [self.options.statement.format(question=q, answer=a)
+                for q, opts in zip(questions, options, strict=True) for a in opts]
+        txt = model.embed_texts(flat)
+        out, start = [], 0
+        for i, opts in enumerate(options):
+            sims = txt[start : start + len(opts)] @ img[i]
+            out.append(opts[int(np.argmax(sims))])
+            start += len(opts)
+        return out
+
+    def _score(self, sample: Sample, answer: str) -> float:
+        if sample.choices and sample.answer_index is not None:
+            return float(answer == sample.choices[sample.answer_index])
+        if len(sample.answers) >= self.options.vqa_min_answers:
+            return vqa_accuracy(answer, sample.answers)
+        return float(any(exact_match(answer, a) for a in sample.answers))
+
+    def finalize(
+        self,
+        dataset: Dataset,
+        samples: Sequence[Sample],
+        records: Mapping[str, Record],
+        protocol: ProtocolChoice,
+    ) -> CellResult:
+        kept = [s for s in samples if s.sample_id in records]
+        preds = [str((records[s.sample_id].output or {}).get("answer", "")) for s in kept]
+        scores = [self._score(s, a) for s, a in zip(kept, preds, strict=True)]
+        comp = np.column_stack([np.asarray(scores, dtype=np.float64), np.ones(len(kept))])
+        groups: dict[str, list[float]] = defaultdict(list)
+        for s, sc in zip(kept, scores, strict=True):
+            groups[str(s.metadata.get("family", s.metadata.get("question_type", "all")))].append(sc)
+        acc = float(np.mean(scores)) if scores else float("nan")
+        return CellResult(
+            sample_ids=[s.sample_id for s in kept],
+            predictions=preds,
+            scores=scores,
+            references=[list(s.answers) if not s.choices or s.answer_index is None else s.choices[s.answer_index]
+                        for s in kept],
+            components=comp,
+            finish=mean_finish,
+            metrics={"accuracy": acc},
+            breakdown={"accuracy_by_family": {g: float(np.mean(v)) for g, v in sorted(groups.items())}},
+        )
+
+
+def _letter_to_choice(text: str, choices: Sequence[str]) -> str:
+    """Map a generated letter (or the option text itself) back to an option; unknown -> the raw text."""
+    t = text.strip().strip(".):").upper()
+    if t[:1] and t[:1] in LETTERS[: len(choices)] and (len(t) == 1 or not t[1].isalpha()):
+        return choices[LETTERS.index(t[:1])]
+    for c in choices:
+        if text.strip().lower() == c.lower():
+            return c
+    return text.strip()
