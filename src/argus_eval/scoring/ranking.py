@@ -76,7 +76,7 @@ def gap_sentence(capability: Mapping[str, int | None], overall: Mapping[str, int
     ovr = {m: overall[m] for m in both}
     ties = Counter(ovr.values())
     if cap == ovr:
-        return f"The capability and overall rankings agree: {_lead_phrase(ovr, 'both')}." + tail
+        return f"The capability and overall rankings agree: {_lead_phrase(ovr, 'on both')}." + tail
     fallen = [m for m in _leaders(cap) if ovr[m] != 1]
     if fallen:
         m = fallen[0]
