@@ -135,3 +135,66 @@ def _build_clip(out_dir: Path) -> None:
     improc = CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     model.save_pretrained(out_dir)
     tf.CLIPProcessor(image_processor=improc, tokenizer=tok).save_pretrained(out_dir)
+
+
+BLIP_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[DEC]"]
+
+
+def _blip_parts() -> tuple[object, object, dict[str, object]]:
+    """Tokenizer, processor and config kwargs shared by the three BLIP heads."""
+    tf = hf_module()
+    from transformers.models.blip.image_processing_pil_blip import BlipImageProcessorPil
+
+    raw = word_tokenizer_object(BLIP_SPECIALS, ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1"))
+    tok = tf.PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        bos_token="[DEC]",
+        model_max_length=40,
+    )
+    ids = {s: tok.convert_tokens_to_ids(s) for s in BLIP_SPECIALS}
+    improc = BlipImageProcessorPil(size={"height": 32, "width": 32})
+    processor = tf.BlipProcessor(image_processor=improc, tokenizer=tok)
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": 32,
+        "encoder_hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 40,
+        "pad_token_id": ids["[PAD]"],
+        "bos_token_id": ids["[DEC]"],
+        "eos_token_id": ids["[SEP]"],
+        "sep_token_id": ids["[SEP]"],
+        "label_smoothing": 0.0,
+    }
+    vision = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    return tok, processor, {"text_config": text, "vision_config": vision, "image_text_hidden_size": 16}
+
+
+def _blip_builder(class_name: str) -> Builder:
+    def build(out_dir: Path) -> None:
+        tf = hf_module()
+        _, processor, cfg_kw = _blip_parts()
+        model = getattr(tf, class_name)(tf.BlipConfig(**cfg_kw))
+        model.save_pretrained(out_dir)
+        processor.save_pretrained(out_dir)  # type: ignore[attr-defined]
+
+    return build
+
+
+TINY_BUILDERS.register("blip-itm", _blip_builder("BlipForImageTextRetrieval"))
+TINY_BUILDERS.register("blip-caption", _blip_builder("BlipForConditionalGeneration"))
+TINY_BUILDERS.register("blip-vqa", _blip_builder("BlipForQuestionAnswering"))
