@@ -5,7 +5,8 @@ Usage (Debian: apt-get install wordnet-base):
 
 Rule, chosen for meaning preservation over coverage: for each single-word lemma, take its dominant part of
 speech (most SemCor-tagged senses in cntlist.rev), then that part of speech's most frequent sense, and keep
-that synset's other single-word, lower-case lemmas. Function words are never replaced. A small curated
+that synset's other single-word, lower-case lemmas that are themselves in common use (tagged in SemCor,
+and sharing that meaning among their own first two senses). Function words are never replaced. A small curated
 table fixes the ShapesWorld/CLEVR scene vocabulary (shapes, sizes, materials, colours), where WordNet's
 first senses go wrong ("sphere" -> "domain", "rubber" -> "condom", "red" -> "bolshevik").
 The output is deterministic (sorted keys, gzip mtime 0), so rebuilding gives identical bytes.
@@ -158,6 +159,8 @@ def build_table(wordnet: Path) -> dict[str, list[str]]:
             and w not in FUNCTION_WORDS
             # the shared meaning must also be a main meaning of the synonym ("photo" -/-> "exposure")
             and offset in senses.get(w, {}).get(pos, [])[:MAX_SYNONYM_RANK]
+            # and the synonym must be attested in SemCor ("chicken" -/-> "volaille", "bus" -/-> "charabanc")
+            and counts.get((w, pos), 0) > 0
         )
         if synonyms:
             table[lemma] = synonyms
