@@ -168,7 +168,7 @@ def _synonym(rng: random.Random, word: str) -> str | None:
 
 def _word_drop(text: str, severity: int, rng: random.Random) -> str:
     words, gaps = _split(text)
-    drop = set(rng.sample(range(len(words)), min(len(words) - 1, _count(len(words), severity))))
+    drop = set(rng.sample(range(len(words)), max(0, min(len(words) - 1, _count(len(words), severity)))))
     kept_words, kept_gaps = [], [gaps[0]]
     for i, word in enumerate(words):
         if i in drop:
