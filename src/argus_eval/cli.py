@@ -16,9 +16,15 @@ from argus_eval.errors import ArgusError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never hit a hub by accident; a user can export 0 to allow it
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help="ARGUS-EVAL: capability, consistency, robustness and efficiency of vision-language models.")
-zoo_app = typer.Typer(no_args_is_help=True, help="The built-in model zoo (tiny models trained on ShapesWorld).")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="ARGUS-EVAL: capability, consistency, robustness and efficiency of vision-language models.",
+)
+zoo_app = typer.Typer(
+    no_args_is_help=True, help="The built-in model zoo (tiny models trained on ShapesWorld)."
+)
 app.add_typer(zoo_app, name="zoo")
 console = Console()
 err_console = Console(stderr=True)
@@ -39,10 +45,18 @@ def _emit_json(data: Any) -> None:
 
 @app.command()
 def run(
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="Run config (YAML). Default: the built-in suite.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<config name>).")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Any skipped record or failed sample is fatal.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and check paths; run no model.")] = False,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Run config (YAML). Default: the built-in suite.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<config name>).")
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Any skipped record or failed sample is fatal.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and check paths; run no model.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
@@ -66,10 +80,12 @@ def models(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 @app.command()
 def datasets(
-    check: Annotated[Path | None, typer.Option("--check", help="Validate the datasets of this run config.")] = None,
+    check: Annotated[
+        Path | None, typer.Option("--check", help="Validate the datasets of this run config.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List dataset formats, or validate a config's datasets (paths, schema, images) without running models."""
+    """List dataset formats, or validate a config's datasets (paths, schema, images) without models."""
     from argus_eval.commands.listing import check_datasets, list_formats
 
     if check is not None:

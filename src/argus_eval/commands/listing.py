@@ -30,8 +30,14 @@ def list_formats(console: Console, as_json: bool) -> None:
     import argus_eval.data.loaders  # noqa: F401  (registers formats)
     from argus_eval.data.formats import FORMATS
 
-    rows = [{"format": n, "description": FORMATS.get(n).description,
-             "options": sorted(FORMATS.get(n).options.model_fields)} for n in FORMATS.names()]
+    rows = [
+        {
+            "format": n,
+            "description": FORMATS.get(n).description,
+            "options": sorted(FORMATS.get(n).options.model_fields),
+        }
+        for n in FORMATS.names()
+    ]
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
         return
@@ -39,7 +45,7 @@ def list_formats(console: Console, as_json: bool) -> None:
     for col in ("format", "options", "description"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["format"], ", ".join(r["options"]), r["description"])
+        table.add_row(str(r["format"]), ", ".join(r["options"]), str(r["description"]))
     console.print(table)
 
 

@@ -35,8 +35,9 @@ def scorecard_table(results: dict[str, Any]) -> Table:
     return table
 
 
-def run_command(cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool, quiet: bool,
-                console: Console) -> None:
+def run_command(
+    cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool, quiet: bool, console: Console
+) -> None:
     cfg = load_config(cfg_path)
     from argus_eval.report.build import write_reports
     from argus_eval.runner.pipeline import run
@@ -46,8 +47,18 @@ def run_command(cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool
     write_reports(out_dir)
     res = outcome.results
     if as_json:
-        sys.stdout.write(json.dumps({"out_dir": str(out_dir), "forward_calls": outcome.stats.forward_calls,
-                                     "models": res.get("models", {})}, indent=1, sort_keys=True) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "out_dir": str(out_dir),
+                    "forward_calls": outcome.stats.forward_calls,
+                    "models": res.get("models", {}),
+                },
+                indent=1,
+                sort_keys=True,
+            )
+            + "\n"
+        )
         return
     for note in res.get("notes", []):
         console.print(f"[yellow]note:[/] {note}", highlight=False)
@@ -60,8 +71,10 @@ def run_command(cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool
         f"model forward calls: {outcome.stats.forward_calls}   new records: {outcome.stats.records_written}"
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
-    console.print(f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
-                  f"summary.md, report.html")
+    console.print(
+        f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
+        f"summary.md, report.html"
+    )
 
 
 def dry_run_plan(cfg_path: Path, console: Console, as_json: bool) -> None:
@@ -76,7 +89,9 @@ def dry_run_plan(cfg_path: Path, console: Console, as_json: bool) -> None:
     for col in ("model", "task", "dataset", "conditions", "samples", "protocol"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"])
+        table.add_row(
+            r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"]
+        )
     console.print(table)
     for s in skipped:
         console.print(f"[yellow]left out:[/] {s}", highlight=False)

@@ -23,7 +23,9 @@ def read_results(run_dir: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: top level must be an object")
     for key in ("schema", "models", "cells", "manifest"):
         if key not in data:
-            raise ResultsError(f"{path}: missing field {key!r}; was it written by another ARGUS-EVAL version?")
+            raise ResultsError(
+                f"{path}: missing field {key!r}; was it written by another ARGUS-EVAL version?"
+            )
     if not str(data["schema"]).startswith("argus-eval/results/"):
         raise ResultsError(f"{path}: field 'schema' is {data['schema']!r}, not an ARGUS-EVAL results file")
     return data

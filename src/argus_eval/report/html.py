@@ -13,8 +13,10 @@ def render_html(results: dict[str, Any], samples_path: Path) -> str:
     """A minimal self-contained HTML scorecard; every model output is escaped (untrusted text)."""
     esc = html.escape
     rows = "".join(
-        f"<tr><td>{esc(n)}</td>" + "".join(f"<td>{esc(_with_iv(m, a))}</td>" for a in ("P", "CDC", "RR", "E", "ARGUS"))
-        + "</tr>" for n, m in results["models"].items()
+        f"<tr><td>{esc(n)}</td>"
+        + "".join(f"<td>{esc(_with_iv(m, a))}</td>" for a in ("P", "CDC", "RR", "E", "ARGUS"))
+        + "</tr>"
+        for n, m in results["models"].items()
     )
     cells = "".join(
         f"<tr><td>{esc(c['model'])}</td><td>{esc(c['task'])}</td><td>{esc(c['dataset'])}</td>"

@@ -20,18 +20,34 @@ def _with_iv(m: dict[str, Any], axis: str) -> str:
 def render_summary(results: dict[str, Any]) -> str:
     """Markdown summary of a results.json."""
     lines = [f"# ARGUS-EVAL summary: {results['manifest']['config'].get('name', 'run')}", ""]
-    lines += ["## Scorecard (95 % bootstrap intervals)", "", "| model | P | CDC | RR | E | ARGUS |", "|---|---|---|---|---|---|"]
+    lines += [
+        "## Scorecard (95 % bootstrap intervals)",
+        "",
+        "| model | P | CDC | RR | E | ARGUS |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, m in results["models"].items():
-        lines.append(f"| {name} | " + " | ".join(_with_iv(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")) + " |")
+        lines.append(
+            f"| {name} | " + " | ".join(_with_iv(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")) + " |"
+        )
     gap = results.get("gap", {}).get("sentence")
     if gap:
         lines += ["", f"**Capability-reliability gap:** {gap}"]
-    undefined = [(n, a, r) for n, m in results["models"].items() for a, r in (m.get("undefined") or {}).items()]
+    undefined = [
+        (n, a, r) for n, m in results["models"].items() for a, r in (m.get("undefined") or {}).items()
+    ]
     if undefined:
         lines += ["", "## Undefined terms", ""] + [f"- {n} {a}: {r}" for n, a, r in undefined]
-    lines += ["", "## Cells", "", "| model | task | dataset | condition | protocol | primary | scored | failed |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Cells",
+        "",
+        "| model | task | dataset | condition | protocol | primary | scored | failed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in results["cells"]:
-        lines.append(f"| {c['model']} | {c['task']} | {c['dataset']} | {c['condition']} | {c['protocol']} | "
-                     f"{_f(c['primary'])} | {c['scored']} | {c['failed']} |")
+        lines.append(
+            f"| {c['model']} | {c['task']} | {c['dataset']} | {c['condition']} | {c['protocol']} | "
+            f"{_f(c['primary'])} | {c['scored']} | {c['failed']} |"
+        )
     return "\n".join(lines) + "\n"

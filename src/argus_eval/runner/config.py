@@ -37,7 +37,9 @@ class RunConfig(BaseModel):
     seed: int = 0
     models: list[ModelConfig] = Field(min_length=1)
     datasets: list[dict[str, Any]] = Field(min_length=1)
-    tasks: list[str | dict[str, Any]] = Field(default_factory=lambda: ["retrieval", "captioning", "reasoning"])
+    tasks: list[str | dict[str, Any]] = Field(
+        default_factory=lambda: list[str | dict[str, Any]](["retrieval", "captioning", "reasoning"])
+    )
     perturbations: list[dict[str, Any]] = Field(default_factory=list)
     scoring: dict[str, Any] = Field(default_factory=dict)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
@@ -62,7 +64,9 @@ class RunConfig(BaseModel):
         for i, entry in enumerate(self.datasets):
             fmt = entry.get("format")
             if not isinstance(fmt, str):
-                raise ConfigError(f"datasets[{i}]: missing key 'format' (one of {', '.join(FORMATS.names())})")
+                raise ConfigError(
+                    f"datasets[{i}]: missing key 'format' (one of {', '.join(FORMATS.names())})"
+                )
             spec = FORMATS.get(fmt)
             try:
                 out.append(spec.options.model_validate(entry))

@@ -18,11 +18,16 @@ from argus_eval.tasks.registry import build_tasks
 
 def _declared_info(cfg: ModelConfig) -> ModelInfo:
     """Capabilities from the preset table when the spec is a preset; else load the (local) model."""
-    scheme, target = _split(cfg.spec)
+    scheme, _ = _split(cfg.spec)
     if scheme == "preset" and cfg.spec in PRESETS:
         p = PRESETS.get(cfg.spec)
-        return ModelInfo(name=cfg.name, spec=p.spec, fingerprint="(not loaded)",
-                         capabilities=frozenset(p.capabilities), family=p.family)
+        return ModelInfo(
+            name=cfg.name,
+            spec=p.spec,
+            fingerprint="(not loaded)",
+            capabilities=frozenset(p.capabilities),
+            family=p.family,
+        )
     model = load_model(cfg)
     try:
         return model.info
@@ -48,8 +53,16 @@ def describe_plan(cfg: RunConfig) -> tuple[list[dict[str, Any]], list[dict[str, 
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in plan.cells:
         key = (c.model.name, c.task.name, c.dataset.name)
-        row = rows.setdefault(key, {"model": key[0], "task": key[1], "dataset": key[2], "conditions": 0,
-                                    "samples": len(c.samples),
-                                    "protocol": c.protocol.name + ("" if c.protocol.native else " (substitute)")})
+        row = rows.setdefault(
+            key,
+            {
+                "model": key[0],
+                "task": key[1],
+                "dataset": key[2],
+                "conditions": 0,
+                "samples": len(c.samples),
+                "protocol": c.protocol.name + ("" if c.protocol.native else " (substitute)"),
+            },
+        )
         row["conditions"] += 1
     return list(rows.values()), skipped + plan.skipped

@@ -106,7 +106,9 @@ def _one_by_one(cell: Cell, model: Model, ready: Sequence[Prepared]) -> list[Rec
     return out
 
 
-def execute(plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict: bool, quiet: bool = False) -> ExecStats:
+def execute(
+    plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict: bool, quiet: bool = False
+) -> ExecStats:
     """Run every batch of the plan that the store does not already hold."""
     stats = ExecStats()
     todo: list[tuple[Cell, int, list[int]]] = []
@@ -119,17 +121,25 @@ def execute(plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict: bo
     total = sum(len(p) for _, _, p in todo)
     last_use = {c.model.name: k for k, (c, _, _) in enumerate(todo)}
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        disable=quiet or total == 0, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        disable=quiet or total == 0,
+        transient=True,
     ) as progress:
         bar = progress.add_task("evaluating", total=total)
         for k, (cell, _, pos) in enumerate(todo):
-            progress.update(bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}")
+            progress.update(
+                bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}"
+            )
             model = pool.get(cell.model)
             records = run_batch(cell, model, pos, run_seed)
             failed = [r for r in records if r.error is not None]
             if failed and strict:
-                raise StrictModeError(f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set")
+                raise StrictModeError(
+                    f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set"
+                )
             store.write(cell.key, records)
             stats.records_written += len(records)
             stats.failed += len(failed)

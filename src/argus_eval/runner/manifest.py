@@ -14,8 +14,18 @@ from typing import Any
 
 import argus_eval
 
-_PACKAGES = ("argus-eval", "numpy", "scipy", "torch", "transformers", "tokenizers", "pillow", "pydantic",
-             "pycocoevalcap", "imagecorruptions-imaug")
+_PACKAGES = (
+    "argus-eval",
+    "numpy",
+    "scipy",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "pillow",
+    "pydantic",
+    "pycocoevalcap",
+    "imagecorruptions-imaug",
+)
 
 
 def package_versions() -> dict[str, str]:
@@ -32,10 +42,20 @@ def git_revision() -> dict[str, Any]:
     """Revision of the ARGUS-EVAL source tree (if it is a git checkout) and whether it had local edits."""
     root = Path(argus_eval.__file__).resolve().parents[2]
     try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"revision": None, "dirty": None}
     return {"revision": rev, "dirty": bool(dirty)}

@@ -104,8 +104,10 @@ def run(
         "git": git_revision(),
         "hardware": hardware(),
         "models": {c.model.name: {"spec": c.model.spec, "fingerprint": c.model_fp} for c in plan.cells},
-        "datasets": {c.dataset.name: {"fingerprint": c.dataset.fingerprint, "skipped_records": len(c.dataset.skipped)}
-                     for c in plan.cells},
+        "datasets": {
+            c.dataset.name: {"fingerprint": c.dataset.fingerprint, "skipped_records": len(c.dataset.skipped)}
+            for c in plan.cells
+        },
         "protocols": sorted({f"{c.model.name}/{c.task.name}: {c.protocol.name}" for c in plan.cells}),
         "skipped": plan.skipped,
     }
@@ -113,7 +115,12 @@ def run(
     results["schema"] = RESULTS_SCHEMA
     text = json.dumps(results, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
     (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
-    log = {"wall_seconds": round(time.perf_counter() - t0, 3), "forward_calls": pool.forward_calls,
-           "records_written": stats.records_written, "failed": stats.failed, "samples_jsonl_lines": n_samples}
+    log = {
+        "wall_seconds": round(time.perf_counter() - t0, 3),
+        "forward_calls": pool.forward_calls,
+        "records_written": stats.records_written,
+        "failed": stats.failed,
+        "samples_jsonl_lines": n_samples,
+    }
     (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
     return RunOutcome(out_dir, results, stats, plan, n_samples)

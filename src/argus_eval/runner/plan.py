@@ -48,7 +48,9 @@ class Plan:
     skipped: list[dict[str, str]] = field(default_factory=list)
 
 
-def cell_key(model_fp: str, task: Task, dataset: Dataset, condition: Condition, protocol: ProtocolChoice) -> str:
+def cell_key(
+    model_fp: str, task: Task, dataset: Dataset, condition: Condition, protocol: ProtocolChoice
+) -> str:
     """Cache key of a cell: model fingerprint, task, dataset fingerprint, condition, request hash."""
     return fingerprint_of(model_fp, task.name, dataset.fingerprint, condition.id, task.request_hash(protocol))
 
@@ -75,8 +77,12 @@ def build_plan(
                 samples = task.select(ds)
                 if not samples:
                     plan.skipped.append(
-                        {"model": model.name, "task": task.name, "dataset": ds.name,
-                         "reason": f"dataset {ds.name!r} has no samples for task {task.name!r}"}
+                        {
+                            "model": model.name,
+                            "task": task.name,
+                            "dataset": ds.name,
+                            "reason": f"dataset {ds.name!r} has no samples for task {task.name!r}",
+                        }
                     )
                     continue
                 for cond in conditions:

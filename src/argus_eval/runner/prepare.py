@@ -23,5 +23,7 @@ def prepare(sample: Sample, dataset: Dataset, condition: Condition, run_seed: in
     )
     question = sample.question
     if question is not None:
-        question = apply_text(condition, question, derive_seed(run_seed, f"{sample.sample_id}#q", condition.id))
+        question = apply_text(
+            condition, question, derive_seed(run_seed, f"{sample.sample_id}#q", condition.id)
+        )
     return Prepared(sample=sample, image=image, texts=texts, question=question)

@@ -6,6 +6,7 @@ machine reuses it (no model call) and figures from different hardware never mix.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from argus_eval.data.types import fingerprint_of
@@ -36,7 +37,9 @@ def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
     return [ready[i % len(ready)] for i in range(n)]
 
 
-def profile_plan(plan: Plan, store: Any, pool: ModelPool, cfg: RunConfig) -> dict[str, EfficiencyProfile | None]:
+def profile_plan(
+    plan: Plan, store: Any, pool: ModelPool, cfg: RunConfig
+) -> dict[str, EfficiencyProfile | None]:
     """Profile each model on its first planned clean cell (its native protocol for that task)."""
     out: dict[str, EfficiencyProfile | None] = {}
     eff = cfg.efficiency
@@ -47,7 +50,9 @@ def profile_plan(plan: Plan, store: Any, pool: ModelPool, cfg: RunConfig) -> dic
             continue
         cell = cells[0]
         hw = hardware_fingerprint(model_cfg.device, model_cfg.dtype)
-        key = fingerprint_of("profile", cell.model_fp, hw, eff.model_dump(), cell.task.name, cell.protocol.name)
+        key = fingerprint_of(
+            "profile", cell.model_fp, hw, eff.model_dump(), cell.task.name, cell.protocol.name
+        )
         cached = store.get_profile(key)
         if cached is not None:
             out[model_cfg.name] = EfficiencyProfile.from_json(cached)
@@ -67,7 +72,7 @@ def profile_plan(plan: Plan, store: Any, pool: ModelPool, cfg: RunConfig) -> dic
             device=model.info.device,
             warmup=eff.warmup,
             repeats=eff.repeats,
-            flops_fn=lambda run_batch=run_batch: run_batch(1),
+            flops_fn=partial(run_batch, 1),
             params=model.info.params,
             dtype=model.info.dtype,
         )

@@ -72,7 +72,9 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
         "native_protocol": c.protocol.native,
         "samples": len(c.samples),
         "failed": len(s.failures),
-        "failure_reasons": sorted({r.split(":", 1)[0] + ": " + r.split(":", 1)[-1].strip() for r in s.failures.values()})[:5],
+        "failure_reasons": sorted(
+            {r.split(":", 1)[0] + ": " + r.split(":", 1)[-1].strip() for r in s.failures.values()}
+        )[:5],
     }
     if s.result is None:
         base.update({"scored": 0, "primary": None, "metrics": {}, "undefined_reason": "no sample succeeded"})
@@ -93,8 +95,13 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
     """One JSON object per sample and cell, in plan order then sample order."""
     for s in scored:
         c = s.cell
-        head = {"model": c.model.name, "task": c.task.name, "dataset": c.dataset.name,
-                "condition": c.condition.id, "protocol": c.protocol.name}
+        head = {
+            "model": c.model.name,
+            "task": c.task.name,
+            "dataset": c.dataset.name,
+            "condition": c.condition.id,
+            "protocol": c.protocol.name,
+        }
         res = s.result
         by_id = {sid: i for i, sid in enumerate(res.sample_ids)} if res is not None else {}
         for sample in c.samples:
@@ -102,11 +109,23 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
             line: dict[str, Any] = {**head, "sample_id": sid}
             if sid in by_id and res is not None:
                 i = by_id[sid]
-                line.update({"prediction": res.predictions[i], "score": _clean(res.scores[i]),
-                             "reference": res.references[i], "image": sample.image})
+                line.update(
+                    {
+                        "prediction": res.predictions[i],
+                        "score": _clean(res.scores[i]),
+                        "reference": res.references[i],
+                        "image": sample.image,
+                    }
+                )
             else:
-                line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run"),
-                             "image": sample.image})
+                line.update(
+                    {
+                        "prediction": None,
+                        "score": None,
+                        "error": s.failures.get(sid, "not run"),
+                        "image": sample.image,
+                    }
+                )
             yield line
 
 

@@ -42,7 +42,7 @@ def _pack_arrays(arrays: Mapping[str, np.ndarray]) -> bytes | None:
         return None
     buf = io.BytesIO()
     # npz of plain .npy members; loading uses allow_pickle=False
-    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})  # type: ignore[arg-type]
     return buf.getvalue()
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,11 +21,17 @@ DEFAULT_METRICS = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
 
 class CaptioningOptions(TaskOptions):
     name: str = "captioning"
-    prompt: str = Field(default="Describe the image in one sentence.", description="Instruction for chat models.")
-    prefix_prompt: str = Field(default="", description="Text prefix for captioners that continue a prefix (BLIP).")
+    prompt: str = Field(
+        default="Describe the image in one sentence.", description="Instruction for chat models."
+    )
+    prefix_prompt: str = Field(
+        default="", description="Text prefix for captioners that continue a prefix (BLIP)."
+    )
     max_new_tokens: int = Field(default=40, ge=1)
     metrics: tuple[str, ...] = Field(default=DEFAULT_METRICS, description="Averaged into the primary score.")
-    cider_scale: float = Field(default=2.0, gt=0, description="CIDEr enters the score as min(CIDEr/scale, 1).")
+    cider_scale: float = Field(
+        default=2.0, gt=0, description="CIDEr enters the score as min(CIDEr/scale, 1)."
+    )
 
 
 class CaptioningTask(Task):
@@ -50,8 +56,12 @@ class CaptioningTask(Task):
     def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
         return [
             ("generate", frozenset({GENERATE}), True, "greedy generation from the captioning prompt"),
-            ("caption-by-retrieval", frozenset({EMBED}), False,
-             "best caption of the training-split caption bank by image-text embedding similarity"),
+            (
+                "caption-by-retrieval",
+                frozenset({EMBED}),
+                False,
+                "best caption of the training-split caption bank by image-text embedding similarity",
+            ),
         ]
 
     def _metrics(self) -> list[str]:
@@ -83,8 +93,10 @@ class CaptioningTask(Task):
         key = (model.info.fingerprint, dataset.fingerprint)
         if key not in self._bank_cache:
             assert isinstance(model, Embedder)
-            chunks = [model.embed_texts(list(dataset.caption_bank[i : i + 256]))
-                      for i in range(0, len(dataset.caption_bank), 256)]
+            chunks = [
+                model.embed_texts(list(dataset.caption_bank[i : i + 256]))
+                for i in range(0, len(dataset.caption_bank), 256)
+            ]
             self._bank_cache[key] = np.concatenate(chunks).astype(np.float32)
         return self._bank_cache[key]
 
@@ -96,8 +108,10 @@ class CaptioningTask(Task):
         protocol: ProtocolChoice,
     ) -> CellResult:
         kept = [s for s in samples if s.sample_id in records]
-        cands = {s.sample_id: str((records[s.sample_id].output or {}).get("caption", "")) for s in kept}
-        refs = {s.sample_id: list(s.texts) for s in kept}
+        cands: dict[Hashable, str] = {
+            s.sample_id: str((records[s.sample_id].output or {}).get("caption", "")) for s in kept
+        }
+        refs: dict[Hashable, Sequence[str]] = {s.sample_id: list(s.texts) for s in kept}
         used = self._metrics()
         keys, comp, _ = caption_components(cands, refs, metrics=_needed(used))
         order = {k: i for i, k in enumerate(keys)}

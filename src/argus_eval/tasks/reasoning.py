@@ -9,9 +9,20 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import Field
 
+from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.metrics.vqa import exact_match, vqa_accuracy
-from argus_eval.models.protocols import CHOOSE, CLASSIFY, EMBED, GENERATE, Chooser, Classifier, Embedder, Generator, Model
+from argus_eval.models.protocols import (
+    CHOOSE,
+    CLASSIFY,
+    EMBED,
+    GENERATE,
+    Chooser,
+    Classifier,
+    Embedder,
+    Generator,
+    Model,
+)
 from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions, mean_finish
 from argus_eval.tasks.records import Record
 
@@ -20,14 +31,22 @@ LETTERS = string.ascii_uppercase
 
 class ReasoningOptions(TaskOptions):
     name: str = "reasoning"
-    prompt: str = Field(default="{question}\nAnswer with a single word or number.",
-                        description="Open-ended prompt; {question} is replaced.")
-    choice_prompt: str = Field(default="{question}\n{options}\nAnswer with the letter of the correct option.",
-                               description="Multiple-choice prompt for generative models.")
-    statement: str = Field(default="{question} {answer}",
-                           description="Substitute for dual encoders: each candidate answer as a statement.")
+    prompt: str = Field(
+        default="{question}\nAnswer with a single word or number.",
+        description="Open-ended prompt; {question} is replaced.",
+    )
+    choice_prompt: str = Field(
+        default="{question}\n{options}\nAnswer with the letter of the correct option.",
+        description="Multiple-choice prompt for generative models.",
+    )
+    statement: str = Field(
+        default="{question} {answer}",
+        description="Substitute for dual encoders: each candidate answer as a statement.",
+    )
     max_new_tokens: int = Field(default=8, ge=1)
-    vqa_min_answers: int = Field(default=3, ge=2, description="Items with this many gold answers use VQA accuracy.")
+    vqa_min_answers: int = Field(
+        default=3, ge=2, description="Items with this many gold answers use VQA accuracy."
+    )
 
 
 def _candidates(sample: Sample, dataset: Dataset) -> tuple[str, ...]:
@@ -45,7 +64,8 @@ class ReasoningTask(Task):
 
     def select(self, dataset: Dataset) -> list[Sample]:
         return [
-            s for s in dataset.samples
+            s
+            for s in dataset.samples
             if s.question is not None and (s.answers or s.answer_index is not None) and s.image is not None
         ]
 
@@ -54,8 +74,12 @@ class ReasoningTask(Task):
             ("classify", frozenset({CLASSIFY}), True, "argmax of the model's answer head"),
             ("generate", frozenset({GENERATE}), True, "greedy short answer (letter for multiple choice)"),
             ("choose", frozenset({CHOOSE}), True, "highest log-likelihood candidate answer"),
-            ("embed-statements", frozenset({EMBED}), False,
-             "candidate answers as statements, best image-text similarity"),
+            (
+                "embed-statements",
+                frozenset({EMBED}),
+                False,
+                "candidate answers as statements, best image-text similarity",
+            ),
         ]
 
     def infer(
@@ -63,11 +87,19 @@ class ReasoningTask(Task):
     ) -> list[Record]:
         images = [p.image for p in batch if p.image is not None]
         questions = [p.question or "" for p in batch]
-        answers = getattr(self, f"_by_{protocol.name.replace('-', '_')}")(model, batch, images, questions, dataset)
+        answers = getattr(self, f"_by_{protocol.name.replace('-', '_')}")(
+            model, batch, images, questions, dataset
+        )
         return [Record(p.sample.sample_id, {"answer": a}) for p, a in zip(batch, answers, strict=True)]
 
-    def _by_classify(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
-                     dataset: Dataset) -> list[str]:
+    def _by_classify(
+        self,
+        model: Model,
+        batch: Sequence[Prepared],
+        images: list[ImageArray],
+        questions: list[str],
+        dataset: Dataset,
+    ) -> list[str]:
         assert isinstance(model, Classifier)
         scores = model.classify(images, questions)
         out = []
@@ -81,8 +113,14 @@ class ReasoningTask(Task):
                 out.append(model.labels[int(np.argmax(row))])
         return out
 
-    def _by_generate(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
-                     dataset: Dataset) -> list[str]:
+    def _by_generate(
+        self,
+        model: Model,
+        batch: Sequence[Prepared],
+        images: list[ImageArray],
+        questions: list[str],
+        dataset: Dataset,
+    ) -> list[str]:
         assert isinstance(model, Generator)
         prompts = []
         for p, q in zip(batch, questions, strict=True):
@@ -92,24 +130,41 @@ class ReasoningTask(Task):
             else:
                 prompts.append(self.options.prompt.format(question=q))
         texts = model.generate(images, prompts, self.options.max_new_tokens)
-        return [_letter_to_choice(t, p.sample.choices) if p.sample.choices else t.strip()
-                for t, p in zip(texts, batch, strict=True)]
+        return [
+            _letter_to_choice(t, p.sample.choices) if p.sample.choices else t.strip()
+            for t, p in zip(texts, batch, strict=True)
+        ]
 
-    def _by_choose(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
-                   dataset: Dataset) -> list[str]:
+    def _by_choose(
+        self,
+        model: Model,
+        batch: Sequence[Prepared],
+        images: list[ImageArray],
+        questions: list[str],
+        dataset: Dataset,
+    ) -> list[str]:
         assert isinstance(model, Chooser)
         options = [_candidates(p.sample, dataset) for p in batch]
         prompts = [self.options.prompt.format(question=q) for q in questions]
         lls = model.choose(images, prompts, options)
         return [opts[int(np.argmax(ll))] for opts, ll in zip(options, lls, strict=True)]
 
-    def _by_embed_statements(self, model: Model, batch: Sequence[Prepared], images: list, questions: list[str],
-                             dataset: Dataset) -> list[str]:
+    def _by_embed_statements(
+        self,
+        model: Model,
+        batch: Sequence[Prepared],
+        images: list[ImageArray],
+        questions: list[str],
+        dataset: Dataset,
+    ) -> list[str]:
         assert isinstance(model, Embedder)
         img = model.embed_images(images)
         options = [_candidates(p.sample, dataset) for p in batch]
-        flat = [self.options.statement.format(question=q, answer=a)
-                for q, opts in zip(questions, options, strict=True) for a in opts]
+        flat = [
+            self.options.statement.format(question=q, answer=a)
+            for q, opts in zip(questions, options, strict=True)
+            for a in opts
+        ]
         txt = model.embed_texts(flat)
         out, start = [], 0
         for i, opts in enumerate(options):
@@ -144,8 +199,10 @@ class ReasoningTask(Task):
             sample_ids=[s.sample_id for s in kept],
             predictions=preds,
             scores=scores,
-            references=[list(s.answers) if not s.choices or s.answer_index is None else s.choices[s.answer_index]
-                        for s in kept],
+            references=[
+                list(s.answers) if not s.choices or s.answer_index is None else s.choices[s.answer_index]
+                for s in kept
+            ],
             components=comp,
             finish=mean_finish,
             metrics={"accuracy": acc},

@@ -12,7 +12,7 @@ from pydantic import Field
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.metrics.retrieval import mean_rank, median_rank, recall_at_k, retrieval_ranks
 from argus_eval.models.protocols import EMBED, Embedder, Model
-from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
 from argus_eval.tasks.records import Record
 
 
@@ -132,7 +132,7 @@ def _positives(
     return sp.csr_matrix((data, (rows, cols)), shape=(len(text_to_image), len(kept)))
 
 
-def _make_finish(n_k: int, directions: Sequence[str]) -> object:
+def _make_finish(n_k: int, directions: Sequence[str]) -> Finish:
     use_i2t, use_t2i = "i2t" in directions, "t2i" in directions
 
     def finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
