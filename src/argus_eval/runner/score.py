@@ -106,7 +106,13 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
         by_id = {sid: i for i, sid in enumerate(res.sample_ids)} if res is not None else {}
         for sample in c.samples:
             sid = sample.sample_id
-            line: dict[str, Any] = {**head, "sample_id": sid}
+            line: dict[str, Any] = {
+                **head,
+                "sample_id": sid,
+                "image": sample.image,
+                "image_path": None if sample.image is None else str(c.dataset.image_path(sample)),
+                "question": sample.question,
+            }
             if sid in by_id and res is not None:
                 i = by_id[sid]
                 line.update(
@@ -114,18 +120,10 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
                         "prediction": res.predictions[i],
                         "score": _clean(res.scores[i]),
                         "reference": res.references[i],
-                        "image": sample.image,
                     }
                 )
             else:
-                line.update(
-                    {
-                        "prediction": None,
-                        "score": None,
-                        "error": s.failures.get(sid, "not run"),
-                        "image": sample.image,
-                    }
-                )
+                line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run")})
             yield line
 
 
