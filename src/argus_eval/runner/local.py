@@ -107,9 +107,18 @@ def _one_by_one(cell: Cell, model: Model, ready: Sequence[Prepared]) -> list[Rec
 
 
 def execute(
-    plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict: bool, quiet: bool = False
+    plan: Plan,
+    store: Store,
+    pool: ModelPool,
+    run_seed: int,
+    strict: bool,
+    quiet: bool = False,
+    on_model_done: Callable[[ModelConfig, Model], None] | None = None,
 ) -> ExecStats:
-    """Run every batch of the plan that the store does not already hold."""
+    """Run every batch of the plan that the store does not already hold.
+
+    on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
+    profile it while its weights are loaded)."""
     stats = ExecStats()
     todo: list[tuple[Cell, int, list[int]]] = []
     for cell in plan.cells:
@@ -146,6 +155,8 @@ def execute(
             progress.advance(bar, len(pos))
             if last_use[cell.model.name] == k:
                 stats.models_loaded.append(cell.model.name)
+                if on_model_done is not None:
+                    on_model_done(cell.model, model)
                 pool.release(cell.model.name)
     stats.forward_calls = pool.forward_calls
     return stats

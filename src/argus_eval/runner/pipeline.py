@@ -18,7 +18,7 @@ from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.local import ExecStats, ModelPool, execute
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.plan import Plan, build_plan
-from argus_eval.runner.profiling import profile_plan
+from argus_eval.runner.profiling import measure_model, profile_cell, profile_key, profile_plan
 from argus_eval.runner.results import build_results
 from argus_eval.runner.score import score_cells, write_samples
 from argus_eval.runner.store import Store
@@ -65,6 +65,19 @@ def model_infos(store: Store, pool: ModelPool) -> Callable[[ModelConfig, str], M
     return get
 
 
+def _profiler(plan: Plan, store: Store, cfg: RunConfig) -> Callable[[ModelConfig, Model], None] | None:
+    """Profile a model while execute still holds it loaded, if its profile is not stored yet."""
+    if not cfg.efficiency.enabled:
+        return None
+
+    def done(model_cfg: ModelConfig, model: Model) -> None:
+        cell = profile_cell(plan, model_cfg)
+        if cell is not None and store.get_profile(profile_key(cell, cfg)) is None:
+            measure_model(model, cell, store, cfg)
+
+    return done
+
+
 def plan_run(cfg: RunConfig, store: Store, pool: ModelPool) -> Plan:
     datasets = load_datasets(cfg)
     tasks = build_tasks(cfg.tasks)
@@ -90,7 +103,7 @@ def run(
     with Store(out_dir / "store.sqlite") as store:
         try:
             plan = plan_run(cfg, store, pool)
-            stats = execute(plan, store, pool, cfg.seed, strict, quiet)
+            stats = execute(plan, store, pool, cfg.seed, strict, quiet, _profiler(plan, store, cfg))
             profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else {}
             stats.forward_calls = pool.forward_calls
         finally:
