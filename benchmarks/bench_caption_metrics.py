@@ -1,0 +1,146 @@
+"""Caption metrics: argus_eval vs pycocoevalcap 1.2 on synthetic corpora (n images x 5 references).
+
+Prints, per size, the time of each implementation measured in the same run and the speed-up ratio for
+CIDEr-D and BLEU (on pre-tokenised text, our time includes building the n-gram counts) and for the whole
+score_captions vs the COCOEvalCap steps (PTB tokenisation, BLEU, METEOR, ROUGE_L, CIDEr), plus the
+largest absolute difference between the two results.
+Usage: python benchmarks/bench_caption_metrics.py [--sizes 5000 40000] [--skip-whole]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from argus_eval.metrics._ngrams import ngram_counts
+from argus_eval.metrics._ptb import ptb_tokenize
+from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
+from argus_eval.metrics.caption import score_captions
+from argus_eval.metrics.cider import cider_d
+
+T = TypeVar("T")
+
+
+def _timed(fn: Callable[[], T]) -> tuple[T, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _corpus(n: int, seed: int = 0) -> tuple[dict[int, str], dict[int, list[str]]]:
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(3000)] + ["a", "the", "man", "dog", "on", "of", "with", "is"]
+    weights = [1.0 / (i + 1) for i in range(len(vocab))]
+
+    def sent() -> str:
+        words = rng.choices(vocab, weights, k=rng.randint(8, 15))
+        return " ".join(words).capitalize() + rng.choice([".", "", " ."])
+
+    refs = {i: [sent() for _ in range(5)] for i in range(n)}
+    cands = {i: sent() for i in refs}
+    return cands, refs
+
+
+def _ours_cider_bleu(cands: list[str], refs: list[list[str]]) -> tuple[Any, Any, float, float]:
+    n = len(cands)
+    ref_image = np.repeat(np.arange(n), [len(r) for r in refs])
+    cw = [c.split() for c in cands]
+    rw = [r.split() for rs in refs for r in rs]
+
+    def cider() -> Any:
+        counts = ngram_counts([*cw, *rw], 4)
+        return cider_d(counts, n, ref_image)
+
+    def bleu() -> Any:
+        counts = ngram_counts([*cw, *rw], 4)
+        cl = np.array([len(w) for w in cw])
+        rl = np.array([len(w) for w in rw])
+        stats = bleu_stats(counts, n, ref_image, cl, rl)
+        return bleu_from_stats(stats.sum(axis=0), 4)[0]
+
+    c, tc = _timed(cider)
+    b, tb = _timed(bleu)
+    return c, b, tc, tb
+
+
+def _coco_tokenizer(folder: Path) -> Any:
+    # pycocoevalcap's tokenizer writes temp files beside its jar: point it at a temp copy instead
+    from pycocoevalcap.tokenizer import ptbtokenizer
+
+    jar = Path(ptbtokenizer.__file__).parent / ptbtokenizer.STANFORD_CORENLP_3_4_1_JAR
+    os.symlink(jar, folder / jar.name)
+    ptbtokenizer.__file__ = str(folder / "ptbtokenizer.py")
+    return ptbtokenizer.PTBTokenizer()
+
+
+def run(n: int, whole: bool) -> None:
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+
+    cands, refs = _corpus(n)
+    toks = ptb_tokenize([*(r for k in refs for r in refs[k]), *cands.values()])
+    tok_refs = [toks[5 * i : 5 * i + 5] for i in range(n)]
+    tok_cands = toks[5 * n :]
+    gts = {i: tok_refs[i] for i in range(n)}
+    res = {i: [tok_cands[i]] for i in range(n)}
+
+    (_, ref_cs), t_ref_c = _timed(lambda: Cider().compute_score(gts, res))
+    (ref_b, _), t_ref_b = _timed(lambda: Bleu(4).compute_score(gts, res, verbose=0))
+    ours_c, ours_b, t_c, t_b = _ours_cider_bleu(tok_cands, tok_refs)
+    print(f"== {n} images x 5 refs")
+    print(
+        f"CIDEr-D  pycocoevalcap {t_ref_c:7.3f} s  argus {t_c:6.3f} s  ratio {t_ref_c / t_c:5.1f}x  "
+        f"max|diff| {np.abs(ours_c - ref_cs).max():.1e}"
+    )
+    print(
+        f"BLEU-1..4 pycocoevalcap {t_ref_b:6.3f} s  argus {t_b:6.3f} s  ratio {t_ref_b / t_b:5.1f}x  "
+        f"max|diff| {np.abs(np.array(ref_b) - ours_b).max():.1e}"
+    )
+    if not whole:
+        return
+    from pycocoevalcap.meteor.meteor import Meteor
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    def coco() -> dict[str, float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            tok = _coco_tokenizer(Path(tmp))
+            g = tok.tokenize({k: [{"caption": c} for c in v] for k, v in refs.items()})
+            r = tok.tokenize({k: [{"caption": cands[k]}] for k in refs})
+        out: dict[str, float] = {}
+        b, _ = Bleu(4).compute_score(g, r, verbose=0)
+        out.update({f"Bleu_{k + 1}": b[k] for k in range(4)})
+        m = Meteor()
+        out["METEOR"], _ = m.compute_score(g, r)
+        del m
+        out["ROUGE_L"], _ = Rouge().compute_score(g, r)
+        out["CIDEr"], _ = Cider().compute_score(g, r)
+        return out
+
+    expect, t_coco = _timed(coco)
+    got, t_ours = _timed(lambda: score_captions(cands, refs))
+    diff = max(abs(got[m] - expect[m]) for m in expect)
+    print(
+        f"whole    COCOEvalCap   {t_coco:7.3f} s  argus {t_ours:6.3f} s  ratio {t_coco / t_ours:5.1f}x  "
+        f"max|diff| {diff:.1e} (METEOR included both sides)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 40000])
+    ap.add_argument("--skip-whole", action="store_true", help="only CIDEr-D and BLEU")
+    args = ap.parse_args()
+    for n in args.sizes:
+        run(n, not args.skip_whole)
+
+
+if __name__ == "__main__":
+    main()
