@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,7 +12,7 @@ from numpy.typing import NDArray
 
 @dataclass(frozen=True)
 class NgramCounts:
-    """Distinct (sentence, n-gram) pairs of one order n with their counts, sorted by (sentence, gram)."""
+    """Distinct (sentence, n-gram) pairs of one order n with their counts, sorted by (gram, sentence)."""
 
     sentence: NDArray[np.int64]
     gram: NDArray[np.int64]
@@ -25,30 +26,38 @@ def ngram_counts(sentences: Sequence[Sequence[str]], n_max: int = 4) -> list[Ngr
     An n-gram's id is the compacted pair (id of its (n-1)-gram prefix, id of its last token), so keys stay
     small integers at every order and equal n-grams get equal ids across all sentences.
     """
-    vocab: dict[str, int] = {}
-    ids = np.fromiter((vocab.setdefault(w, len(vocab)) for s in sentences for w in s), dtype=np.int64)
-    lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+    flat = list(chain.from_iterable(sentences))
+    # map() over a bound dict method keeps the per-token cost in C
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(flat))}
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
     sent = np.repeat(np.arange(len(sentences), dtype=np.int64), lengths)
     n_tok = ids.size
+    v = max(len(vocab), 1)
     prev = ids  # gram id of the (n-1)-gram starting at each position, -1 where there is none
-    n_prev = len(vocab)
     out: list[NgramCounts] = []
     for n in range(1, n_max + 1):
         if n == 1:
             starts = np.arange(n_tok, dtype=np.int64)
-            gram = ids
-            n_grams = n_prev
+            key = ids
         else:
             last = np.arange(n_tok - n + 1, dtype=np.int64) + n - 1
             starts = np.flatnonzero((sent[last] == sent[: last.size]) & (prev[: last.size] >= 0))
-            key = prev[starts] * max(len(vocab), 1) + ids[starts + n - 1]
-            uniq, gram = np.unique(key, return_inverse=True)
-            n_grams = int(uniq.size)
+            key = prev[starts] * v + ids[starts + n - 1]
+        # One stable sort serves both: equal keys become one gram id, and within a gram the
+        # occurrences stay in position order, so equal (gram, sentence) pairs are adjacent.
+        order = np.argsort(key, kind="stable")
+        k_sorted = key[order]
+        s_sorted = sent[starts][order]
+        new_gram = np.r_[True, k_sorted[1:] != k_sorted[:-1]] if k_sorted.size else np.zeros(0, dtype=bool)
+        gram_sorted = np.cumsum(new_gram) - 1
+        n_grams = int(new_gram.sum())
+        if n < n_max:
             nxt = np.full(n_tok, -1, dtype=np.int64)
-            nxt[starts] = gram
+            nxt[starts[order]] = gram_sorted
             prev = nxt
-        pair = sent[starts] * max(n_grams, 1) + gram
-        upair, cnt = np.unique(pair, return_counts=True)
-        g = max(n_grams, 1)
-        out.append(NgramCounts(upair // g, upair % g, cnt.astype(np.int64), n_grams))
+        new_pair = new_gram | np.r_[True, s_sorted[1:] != s_sorted[:-1]] if k_sorted.size else new_gram
+        first = np.flatnonzero(new_pair)
+        count = np.diff(np.r_[first, k_sorted.size]).astype(np.int64)
+        out.append(NgramCounts(s_sorted[first], gram_sorted[first], count, n_grams))
     return out

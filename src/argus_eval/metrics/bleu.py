@@ -26,22 +26,21 @@ def bleu_stats(
     """Per-image additive statistics (n_images, 2n+2): clipped matches 1..n, guesses 1..n, testlen, reflen.
 
     counts index sentences as candidates 0..n_images-1 then references; ref_image maps each reference to
-    its image. Clipping: a candidate n-gram counts at most its max count in any one reference.
+    its image (non-decreasing: references grouped by image). Clipping: a candidate n-gram counts at
+    most its max count in any one reference.
     """
     n = len(counts)
     stats = np.zeros((n_images, 2 * n + 2), dtype=np.float64)
     for k, c in enumerate(counts):
-        g = max(c.n_grams, 1)
         is_ref = c.sentence >= n_images
-        r_key = ref_image[c.sentence[is_ref] - n_images] * g + c.gram[is_ref]
-        order = np.argsort(r_key, kind="stable")
-        r_key = r_key[order]
-        r_cnt = c.count[is_ref][order]
+        # counts are sorted by (gram, sentence) and ref_image is non-decreasing, so these keys are sorted
+        r_key = c.gram[is_ref] * n_images + ref_image[c.sentence[is_ref] - n_images]
+        r_cnt = c.count[is_ref]
         first = np.flatnonzero(np.r_[True, r_key[1:] != r_key[:-1]]) if r_key.size else r_key
         u_key = r_key[first]
         u_max = np.maximum.reduceat(r_cnt, first) if r_key.size else r_cnt
         c_img = c.sentence[~is_ref]
-        c_key = c_img * g + c.gram[~is_ref]
+        c_key = c.gram[~is_ref] * n_images + c_img
         pos = np.minimum(np.searchsorted(u_key, c_key), max(u_key.size - 1, 0))
         found = (u_key[pos] == c_key) if u_key.size else np.zeros(c_key.size, dtype=bool)
         ref_max = np.where(found, u_max[pos] if u_key.size else 0, 0)

@@ -31,17 +31,17 @@ def cider_d(
         g = max(c.n_grams, 1)
         is_ref = c.sentence >= n_images
         r_sent = c.sentence[is_ref] - n_images
-        r_img = ref_image[r_sent]
         r_gram = c.gram[is_ref]
+        # counts are sorted by (gram, sentence) and ref_image is non-decreasing, so these keys are sorted
+        r_key = r_gram * n_images + ref_image[r_sent]
         # df: number of images whose references contain the n-gram (each image once)
-        img_gram = np.unique(r_img * g + r_gram)
-        df = np.bincount(img_gram % g, minlength=g).astype(np.float64)
+        distinct = np.r_[True, r_key[1:] != r_key[:-1]] if r_key.size else np.zeros(0, dtype=bool)
+        df = np.bincount(r_gram[distinct], minlength=g).astype(np.float64)
         weight = ref_len - np.log(np.maximum(1.0, df))
         vec = c.count * weight[c.gram]
         norm = np.sqrt(np.bincount(c.sentence, weights=vec**2, minlength=n_images + n_refs))
-        c_key = c.sentence[~is_ref] * g + c.gram[~is_ref]  # sorted: counts are sorted by (sentence, gram)
+        c_key = c.gram[~is_ref] * n_images + c.sentence[~is_ref]  # sorted, as r_key
         c_vec = vec[~is_ref]
-        r_key = r_img * g + r_gram
         pos = np.minimum(np.searchsorted(c_key, r_key), max(c_key.size - 1, 0))
         found = (c_key[pos] == r_key) if c_key.size else np.zeros(r_key.size, dtype=bool)
         v_cand = np.where(found, c_vec[pos] if c_key.size else 0.0, 0.0)
