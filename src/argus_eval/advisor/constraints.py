@@ -1,0 +1,90 @@
+"""What a deployment must satisfy: device, latency and memory limits, a robustness floor, the ARGUS
+weighting and an optional task. Validated on construction; every error names the option."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from argus_eval.efficiency.devices import get_device
+from argus_eval.errors import ConfigError
+
+AXIS_ORDER = ("P", "CDC", "RR", "E")
+
+Weights = tuple[float, float, float, float]
+
+
+def _check_limit(option: str, value: float | None, upper: float | None = None) -> None:
+    """A limit must be a finite number > 0 (a zero or negative limit can never be met)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{option} must be a finite number > 0, got {value!r}")
+    if upper is not None and value > upper:
+        raise ConfigError(f"{option} must be at most {upper:g}, got {value!r}")
+
+
+def check_weights(option: str, weights: Weights | tuple[float, ...]) -> Weights:
+    """Four finite, non-negative weights in the order P, CDC, RR, E that do not sum to 0."""
+    if len(weights) != len(AXIS_ORDER):
+        raise ConfigError(
+            f"{option} needs {len(AXIS_ORDER)} weights in the order {','.join(AXIS_ORDER)}, "
+            f"got {len(weights)}"
+        )
+    bad = [f"{a}={w!r}" for a, w in zip(AXIS_ORDER, weights, strict=True) if not math.isfinite(w) or w < 0]
+    if bad:
+        raise ConfigError(f"{option}: weights must be finite and >= 0 ({', '.join(bad)})")
+    if sum(weights) <= 0:
+        raise ConfigError(f"{option}: weights sum to 0; at least one of {','.join(AXIS_ORDER)} must be > 0")
+    return (weights[0], weights[1], weights[2], weights[3])
+
+
+def parse_weights(text: str, option: str = "--weights") -> Weights:
+    """ "0.4,0.2,0.2,0.2" -> (0.4, 0.2, 0.2, 0.2); ConfigError naming the option otherwise."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        raise ConfigError(
+            f"{option} must be {len(AXIS_ORDER)} numbers separated by commas "
+            f"({','.join(AXIS_ORDER)}), got {text!r}"
+        ) from None
+    return check_weights(option, values)
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """A deployment question. device: a registered device profile name (None: the run's own hardware);
+    max_latency_ms: p50 per sample at batch 1; max_memory_gb: peak memory in GB (10^9 bytes);
+    min_rr: robustness retention floor in (0, 1]; weights: ARGUS weights (P, CDC, RR, E), None for the
+    run's own; task: restrict P to one task; label: a name for reports."""
+
+    label: str = "custom"
+    device: str | None = None
+    max_latency_ms: float | None = None
+    max_memory_gb: float | None = None
+    min_rr: float | None = None
+    weights: Weights | None = None
+    task: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.device is not None:
+            get_device(self.device)  # UnknownNameError listing the valid names
+        _check_limit("--max-latency-ms (max_latency_ms)", self.max_latency_ms)
+        _check_limit("--max-memory-gb (max_memory_gb)", self.max_memory_gb)
+        _check_limit("--min-rr (min_rr)", self.min_rr, upper=1.0)
+        if self.weights is not None:
+            check_weights("--weights (weights)", self.weights)
+        if self.task is not None and not self.task.strip():
+            raise ConfigError("--task (task) must not be empty")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "label": self.label,
+            "device": self.device,
+            "max_latency_ms": self.max_latency_ms,
+            "max_memory_gb": self.max_memory_gb,
+            "min_rr": self.min_rr,
+            "weights": None if self.weights is None else dict(zip(AXIS_ORDER, self.weights, strict=True)),
+            "task": self.task,
+        }

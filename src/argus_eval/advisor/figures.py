@@ -1,0 +1,117 @@
+"""A model's deployment figures on a device: measured where the run's hardware fingerprint is that
+device, otherwise roofline projections from the device profile, always marked as estimates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from argus_eval.efficiency.devices import get_device, project
+from argus_eval.efficiency.record import EfficiencyProfile
+
+GB = 1e9  # device datasheets and the --max-memory-gb option count GB as 10^9 bytes
+MIB = 2**20  # peak_memory_mb in a profile is bytes / 2^20
+
+# device profile -> (fingerprint field, substrings one of which names that device there, lower case).
+# A device missing here (e.g. the nominal "cpu-2core") never matches a measurement: it is always projected.
+FINGERPRINT_MATCH: dict[str, tuple[str, tuple[str, ...]]] = {
+    "a100-80gb-sxm": ("gpu", ("a100",)),
+    "h100-sxm": ("gpu", ("h100",)),
+    "h200": ("gpu", ("h200",)),
+    "jetson-nano": ("gpu", ("tegra x1", "jetson nano")),
+    "raspberry-pi-5": ("cpu", ("raspberry pi 5", "bcm2712")),
+}
+
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: value (None when it cannot be had), "measured" or "estimate", and how or why not."""
+
+    value: float | None
+    source: str | None
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "source": self.source, "note": self.note}
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """Latency (ms, p50 at batch 1) and peak memory (GB) of one model, and the device memory (GB)."""
+
+    latency_ms: Figure
+    memory_gb: Figure
+    device_memory_gb: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "latency_ms": self.latency_ms.to_json(),
+            "memory_gb": self.memory_gb.to_json(),
+            "device_memory_gb": self.device_memory_gb,
+        }
+
+
+NO_PROFILE = "no efficiency profile for this model in results.json (efficiency.<model> is null or absent)"
+
+
+def fingerprint_matches(device: str, fingerprint: dict[str, Any]) -> bool:
+    """Whether a measurement's hardware fingerprint is the named device (see FINGERPRINT_MATCH)."""
+    if device not in FINGERPRINT_MATCH:
+        return False
+    field, needles = FINGERPRINT_MATCH[device]
+    hay = str(fingerprint.get(field) or "").lower()
+    return any(n in hay for n in needles)
+
+
+def _hardware(profile: EfficiencyProfile) -> str:
+    fp = profile.fingerprint
+    return str(fp.get("gpu") or fp.get("cpu") or fp.get("id") or "unnamed hardware")
+
+
+def _measured(profile: EfficiencyProfile, where: str) -> tuple[Figure, Figure]:
+    return (
+        Figure(profile.latency_ms_p50, "measured", f"p50 measured on {where}"),
+        Figure(profile.peak_memory_mb * MIB / GB, "measured", f"peak measured on {where}"),
+    )
+
+
+def _projected_latency(profile: EfficiencyProfile, device: str) -> Figure:
+    dtype = str(profile.fingerprint.get("dtype", "float32"))
+    dev = get_device(device)
+    missing = [
+        why
+        for why, absent in (
+            ("FLOP count", profile.flops_per_sample is None),
+            ("parameter count", profile.params is None),
+            (f"{device} peak for {dtype}", dtype not in dev.peak_flops),
+            (f"byte size of {dtype}", dtype not in DTYPE_BYTES),
+        )
+        if absent
+    ]
+    if missing:
+        return Figure(None, None, f"cannot project latency onto {device}: no {', no '.join(missing)}")
+    est = project(profile, int(profile.params or 0) * DTYPE_BYTES[dtype], device, dtype)
+    latency = est["latency_ms"]
+    if not isinstance(latency, float):
+        return Figure(None, None, f"cannot project latency onto {device}: {est.get('note', 'no estimate')}")
+    return Figure(latency, "estimate", f"roofline estimate on {device} ({est['bound']}-bound, {dtype})")
+
+
+def device_figures(profile: EfficiencyProfile | None, device: str | None) -> DeviceFigures:
+    """Figures for `device` (None: the run's own hardware, as measured)."""
+    dev_mem = None if device is None else get_device(device).memory_bytes / GB
+    if profile is None:
+        return DeviceFigures(Figure(None, None, NO_PROFILE), Figure(None, None, NO_PROFILE), dev_mem)
+    if device is None:
+        lat, mem = _measured(profile, _hardware(profile))
+        return DeviceFigures(lat, mem, None)
+    if fingerprint_matches(device, profile.fingerprint):
+        lat, mem = _measured(profile, f"{_hardware(profile)}, which is {device}")
+        return DeviceFigures(lat, mem, dev_mem)
+    # The footprint depends on the model and dtype, not on the device's speed: carry it over, as an estimate.
+    mem = Figure(
+        profile.peak_memory_mb * MIB / GB, "estimate", f"peak measured on {_hardware(profile)}, carried over"
+    )
+    return DeviceFigures(_projected_latency(profile, device), mem, dev_mem)

@@ -1,0 +1,101 @@
+"""Rank the eligible models by an ARGUS weighting, and say how sure the ranking is.
+
+Tie rule: the winner and the runner-up are tied when their ARGUS intervals overlap and the bootstrap
+share of resamples with the winner above the runner-up lies in TIE_BAND (both ends included). Without
+bootstrap shares (no bootstrap in the run, or weights other than the run's own) only equal point values
+are a tie.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from argus_eval.advisor.constraints import AXIS_ORDER, Weights
+from argus_eval.advisor.view import Interval, ModelView, RunView
+
+TIE_BAND = (0.4, 0.6)
+POINT_TIE = 1e-9
+
+
+def normalised(weights: dict[str, float]) -> dict[str, float]:
+    total = sum(weights.values())
+    return {a: w / total for a, w in weights.items()}
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """The weights used (normalised), whether they are the run's own ARGUS, and P's source."""
+
+    weights: dict[str, float]
+    own: bool
+    task: str | None
+
+
+def weighting(run: RunView, weights: Weights | None, task: str | None) -> Weighting:
+    """The run's own ARGUS is reused (with its intervals and pairwise shares) only when the weights equal
+    the run's after normalisation and P is not restricted to a task."""
+    run_w = normalised(run.weights)
+    chosen = run_w if weights is None else normalised(dict(zip(AXIS_ORDER, weights, strict=True)))
+    same = all(math.isclose(chosen[a], run_w[a], rel_tol=1e-9, abs_tol=1e-12) for a in AXIS_ORDER)
+    return Weighting(chosen, same and task is None, task)
+
+
+@dataclass(frozen=True)
+class Score:
+    """A model's ranking score (None when no weighted term is defined) and the terms left out."""
+
+    value: float | None
+    left_out: dict[str, str]
+
+
+def score(model: ModelView, p: float | None, w: Weighting) -> Score:
+    """ARGUS under w: the run's value when w is its own, else the weighted mean of the defined terms
+    (P from `p`), weights renormalised over them, like the scorecard does."""
+    if w.own:
+        reason = model.undefined.get("ARGUS", "ARGUS undefined in results.json")
+        return Score(model.axes["ARGUS"], {} if model.axes["ARGUS"] is not None else {"ARGUS": reason})
+    terms = {**{a: model.axes[a] for a in AXIS_ORDER}, "P": p}
+    left_out = {
+        a: model.undefined.get(a, "undefined") for a, wt in w.weights.items() if wt > 0 and terms[a] is None
+    }
+    used = {a: wt for a, wt in w.weights.items() if wt > 0 and terms[a] is not None}
+    if not used:
+        return Score(None, left_out)
+    total = sum(used.values())
+    return Score(sum(wt / total * float(terms[a] or 0.0) for a, wt in used.items()), left_out)
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """Share of bootstrap resamples with the winner above the runner-up (None when not available, with
+    why), the two ARGUS intervals, and whether the pair counts as a tie."""
+
+    share: float | None
+    unavailable: str | None
+    intervals: tuple[Interval, Interval]
+    tie: bool
+
+
+def _overlap(a: Interval, b: Interval) -> bool:
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
+
+
+def confidence(
+    run: RunView, w: Weighting, winner: str, runner_up: str, scores: dict[str, float]
+) -> Confidence:
+    """How sure the order winner > runner-up is, and the tie rule (module docstring)."""
+    point_tie = abs(scores[winner] - scores[runner_up]) <= POINT_TIE
+    if not w.own:
+        why = "the bootstrap shares in results.json are for the run's own weights" + (
+            f" and P over all tasks, not {w.task!r} alone" if w.task else ""
+        )
+        return Confidence(None, why, (None, None), point_tie)
+    ivs = (run.models[winner].intervals.get("ARGUS"), run.models[runner_up].intervals.get("ARGUS"))
+    table = (run.pairwise or {}).get("ARGUS", {})
+    share = table.get(winner, {}).get(runner_up)
+    if share is None:
+        why = "results.json has no bootstrap pairwise share for this pair (rankings.pairwise.ARGUS)"
+        return Confidence(None, why, ivs, point_tie)
+    tie = point_tie or (_overlap(*ivs) and TIE_BAND[0] <= share <= TIE_BAND[1])
+    return Confidence(share, None, ivs, tie)
