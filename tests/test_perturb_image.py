@@ -13,6 +13,7 @@ from argus_eval.perturb.image import (
     corrupt,
     corrupt_many,
     get,
+    make_pool,
     names,
 )
 
@@ -159,9 +160,11 @@ def test_corrupt_many_matches_the_serial_path() -> None:
     seeds = list(range(100, 100 + len(conds)))
     serial = corrupt_many(images, conds, seeds, processes=1)
     pooled = corrupt_many(images, conds, seeds, processes=2)
-    assert len(serial) == len(pooled) == len(conds)
-    for s, p, img, c in zip(serial, pooled, images, conds, strict=True):
-        assert np.array_equal(s, p), c.id
+    with make_pool(2) as pool:
+        reused = corrupt_many(images, conds, seeds, processes=2, executor=pool)
+    assert len(serial) == len(pooled) == len(reused) == len(conds)
+    for s, p, r, img, c in zip(serial, pooled, reused, images, conds, strict=True):
+        assert np.array_equal(s, p) and np.array_equal(s, r), c.id
         assert np.array_equal(s, img) == (c.kind != "image")
     with pytest.raises(PerturbationError, match="as many"):
         corrupt_many(images, conds[:-1], seeds)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
@@ -184,11 +185,13 @@ def corrupt_many(
     conditions: Sequence[Condition],
     seeds: Sequence[int],
     processes: int = 1,
+    executor: Executor | None = None,
 ) -> list[np.ndarray]:
     """Apply conditions[i] with seeds[i] to images[i] for every i; processes > 1 uses a spawn process pool.
 
     Results equal the serial path exactly (every call is seeded on its own). Clean and text conditions
-    return the image unchanged. Worth it only for sweeps: each worker pays a few seconds of imports.
+    return the image unchanged. A new pool costs each worker seconds (imports, numba compiling
+    glass_blur), so for many batches pass a long-lived `executor` (from `make_pool`) instead.
     """
     if not len(images) == len(conditions) == len(seeds):
         raise PerturbationError(
@@ -196,9 +199,28 @@ def corrupt_many(
             f"{len(images)} images, {len(conditions)} conditions, {len(seeds)} seeds"
         )
     jobs = list(zip(images, conditions, seeds, strict=True))
+    if executor is not None:
+        return list(executor.map(_apply_job, jobs, chunksize=max(1, len(jobs) // (max(1, processes) * 4))))
     if processes <= 1 or len(jobs) <= 1:
         return [_apply_job(j) for j in jobs]
     workers = min(processes, len(jobs))
-    # spawn, not fork: safe beside threads (torch, numba) and the same on every platform.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    with make_pool(workers) as pool:
         return list(pool.map(_apply_job, jobs, chunksize=max(1, len(jobs) // (workers * 4))))
+
+
+def make_pool(processes: int, warm: bool = False) -> ProcessPoolExecutor:
+    """A spawn-context process pool for corrupt_many; the caller closes it (use it as a context manager).
+
+    warm=True makes each worker import the corruption library and compile glass_blur as it starts.
+    """
+    # spawn, not fork: safe beside threads (torch, numba) and the same on every platform.
+    return ProcessPoolExecutor(
+        max_workers=max(1, processes),
+        mp_context=get_context("spawn"),
+        initializer=_warm_worker if warm else None,
+    )
+
+
+def _warm_worker() -> None:
+    with suppress(PerturbationError):  # the library is missing: the first real call reports it
+        corrupt(np.zeros((_REFERENCE_MIN_SIDE,) * 2 + (3,), np.uint8), "glass_blur", 1, 0)
