@@ -198,3 +198,6 @@ def _blip_builder(class_name: str) -> Builder:
 TINY_BUILDERS.register("blip-itm", _blip_builder("BlipForImageTextRetrieval"))
 TINY_BUILDERS.register("blip-caption", _blip_builder("BlipForConditionalGeneration"))
 TINY_BUILDERS.register("blip-vqa", _blip_builder("BlipForQuestionAnswering"))
+
+TINY_BUILDERS.register("gemma3", "argus_eval.models.tiny_vlm:build_gemma3")
+TINY_BUILDERS.register("qwen2_5_vl", "argus_eval.models.tiny_vlm:build_qwen2_5_vl")
