@@ -120,13 +120,11 @@ def _candidate(run: RunView, name: str, constraints: Constraints, w: Weighting) 
     figs = device_figures(model.efficiency, constraints.device)
     found = violations(model, figs, constraints)
     p = model.axes["P"]
-    if task is not None:
-        p = (model.per_task or {}).get(task)
+    if w.task is not None:
+        p = (model.per_task or {}).get(w.task)
         if p is None:
-            found.append(
-                Violation("task", "--task", "", False, None, None, None, f"not run on task {task!r}")
-            )
-    w = weighting(run, constraints.weights, task)
+            why = f"not run on task {w.task!r}"
+            found.append(Violation("task", "--task", "", False, None, None, None, why))
     s = score(model, p, w)
     if s.value is None:
         why = "; ".join(f"{a}: {r}" for a, r in s.left_out.items()) or "no weighted term"
