@@ -1,0 +1,128 @@
+"""Shared loader plumbing: reading JSON with errors that name the file, required fields, skip records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from argus_eval.data.types import Sample, SkippedRecord
+from argus_eval.errors import DatasetError
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Parse a JSON file; DatasetError naming the file when it is missing or malformed."""
+    try:
+        with open(path, "rb") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise DatasetError(f"{what} file {path} not found") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{what} file {path} is a directory, expected a JSON file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{what} file {path} is not valid JSON ({e})") from None
+
+
+def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, parsed object) of a JSON-lines file, streaming; blank lines are ignored."""
+    if not path.is_file():
+        raise DatasetError(f"{what} file {path} not found")
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{what} file {path}: line {lineno} is not valid JSON ({e})") from None
+
+
+def expect(obj: Any, kind: type | tuple[type, ...], path: Path, where: str) -> Any:
+    """Check the type of a top-level value or a section; DatasetError naming file and place."""
+    if not isinstance(obj, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise DatasetError(
+            f"{path}: {where} must be a JSON {_json_name(names)}, got {_json_name(type(obj).__name__)}"
+        )
+    return obj
+
+
+def _json_name(py: str) -> str:
+    return {"dict": "object", "list": "array", "str": "string", "NoneType": "null"}.get(py, py)
+
+
+def section(top: Mapping[str, Any], key: str, path: Path) -> list[Any]:
+    """A required top-level array, e.g. COCO's "images"."""
+    if key not in top:
+        raise DatasetError(f"{path}: missing top-level field {key!r}")
+    value: list[Any] = expect(top[key], list, path, f"top-level field {key!r}")
+    return value
+
+
+def need(record: Any, key: str, kind: type | tuple[type, ...], path: Path, label: str) -> Any:
+    """A required field of a record; DatasetError naming file, record and field."""
+    if not isinstance(record, Mapping):
+        raise DatasetError(f"{path}: {label} must be a JSON object, got {_json_name(type(record).__name__)}")
+    if key not in record:
+        raise DatasetError(f"{path}: {label}: missing field {key!r}")
+    value = record[key]
+    # bool is an int subclass; an id of true/false is a data error.
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _tuple(kind)):
+        raise DatasetError(
+            f"{path}: {label}: field {key!r} has type {_json_name(type(value).__name__)}, "
+            f"expected {' or '.join(_json_name(k.__name__) for k in _tuple(kind))}"
+        )
+    return value
+
+
+def _tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+class Skips:
+    """Collects skipped records; in strict mode the first skip raises DatasetError."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.records: list[SkippedRecord] = []
+
+    def add(self, source: Path | str, record: str, reason: str) -> None:
+        if self.strict:
+            raise DatasetError(f"{source}: {record}: {reason} (strict mode makes skipped records fatal)")
+        self.records.append(SkippedRecord(str(source), record, reason))
+
+
+class Ids:
+    """Detects duplicate ids within one file."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path, self.what = path, what
+        self.seen: dict[Any, str] = {}
+
+    def add(self, value: Any, label: str) -> None:
+        if value in self.seen:
+            raise DatasetError(
+                f"{self.path}: {label}: duplicate {self.what} {value!r} (first seen at {self.seen[value]})"
+            )
+        self.seen[value] = label
+
+
+def limit_each_kind(samples: Sequence[Sample], limit: int | None) -> list[Sample]:
+    """Keep the first `limit` image-level samples and the first `limit` question samples."""
+    if limit is None:
+        return list(samples)
+    counts = {True: 0, False: 0}
+    out = []
+    for s in samples:
+        kind = s.question is None
+        if counts[kind] < limit:
+            counts[kind] += 1
+            out.append(s)
+    return out
+
+
+def counts(samples: Sequence[Sample]) -> dict[str, int]:
+    """Number of image-level and question samples."""
+    q = sum(1 for s in samples if s.question is not None)
+    return {"images": len(samples) - q, "questions": q}

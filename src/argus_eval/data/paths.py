@@ -1,0 +1,42 @@
+"""Safe joining of paths read from annotation files onto a configured root.
+
+A path inside an annotation file is data, not trusted: "../" components, absolute paths, drive letters and
+NUL bytes are rejected so that a crafted file cannot make the runner read outside the image root.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+from argus_eval.errors import DatasetError
+
+
+def safe_relpath(rel: object, *, source: str | Path, record: str, field: str) -> str:
+    """Validate a relative path from an annotation file and return it normalised (posix separators).
+
+    Raises DatasetError naming the file, record and field when the path is empty, absolute or escapes
+    its root.
+    """
+    where = f"{source}: record {record}, field {field!r}"
+    if not isinstance(rel, str) or not rel.strip():
+        raise DatasetError(f"{where}: expected a non-empty relative path, got {rel!r}")
+    if "\x00" in rel:
+        raise DatasetError(f"{where}: path contains a NUL byte")
+    text = rel.replace("\\", "/")
+    # A Windows drive ("C:/x") or UNC share is as absolute as "/x".
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        raise DatasetError(
+            f"{where}: absolute path {rel!r} is not allowed; paths must be relative to the root"
+        )
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise DatasetError(f"{where}: path {rel!r} escapes the image root ('..' is not allowed)")
+    if not parts:
+        raise DatasetError(f"{where}: path {rel!r} names no file")
+    return posixpath.join(*parts)
+
+
+def safe_join(root: Path, rel: object, *, source: str | Path, record: str, field: str) -> Path:
+    """Join a validated relative path onto root (see safe_relpath)."""
+    return root / safe_relpath(rel, source=source, record=record, field=field)
