@@ -60,6 +60,11 @@ def test_invalid_conditions_name_the_valid_choices(
         Condition.parse(f"{kind}:{name}@{severity}")
 
 
+def test_numpy_severity_is_normalised() -> None:
+    c = Condition("image", "fog", np.int64(3))  # type: ignore[arg-type]
+    assert type(c.severity) is int and c == Condition("image", "fog", 3) and c.id == "image:fog@3"
+
+
 def test_clean_takes_no_name_or_severity() -> None:
     with pytest.raises(PerturbationError):
         Condition("clean", "fog", 0)

@@ -130,6 +130,10 @@ def test_seed_out_of_range(seed: int) -> None:
         corrupt(IMG, "fog", 1, seed)
 
 
+def test_numpy_integer_severity_and_seed() -> None:
+    assert np.array_equal(corrupt(IMG, "fog", np.int64(3), np.uint32(4)), corrupt(IMG, "fog", 3, 4))
+
+
 def test_resize_keeps_flat_images_flat_and_loses_detail() -> None:
     flat = np.full((50, 70, 3), (10, 200, 90), np.uint8)
     assert np.array_equal(corrupt(flat, "resize", 5, 0), flat)

@@ -196,3 +196,11 @@ def test_table_shape_size_and_licence() -> None:
     assert len(assets.joinpath("synonyms.json.gz").read_bytes()) < 1_000_000
     notice = assets.joinpath("WORDNET_LICENSE.txt").read_text()
     assert "WordNet 3.0 Copyright 2006 by Princeton University" in notice
+
+
+def test_numpy_integers_are_accepted_and_bad_seeds_rejected() -> None:
+    np = pytest.importorskip("numpy")
+    s = SENTENCES[0]
+    assert perturb(s, "typos", np.int64(3), np.uint32(7)) == perturb(s, "typos", 3, 7)
+    with pytest.raises(PerturbationError, match="seed"):
+        perturb(s, "typos", 3, "7")  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,8 @@ class Condition:
     severity: int
 
     def __post_init__(self) -> None:
+        if isinstance(self.severity, Integral) and not isinstance(self.severity, bool):
+            object.__setattr__(self, "severity", int(self.severity))  # NumPy integers hash and print as int
         if self.kind == "clean":
             if self.name or self.severity != 0:
                 raise PerturbationError("the clean condition has no name and severity 0")

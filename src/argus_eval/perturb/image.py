@@ -15,6 +15,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from multiprocessing import get_context
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -139,11 +140,11 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArra
     reflect-padded to 32 px for the reference corruptions and cropped back.
     """
     perturbation = get(name)
-    if isinstance(severity, bool) or not isinstance(severity, int) or not 1 <= severity <= 5:
+    if isinstance(severity, bool) or not isinstance(severity, Integral) or not 1 <= severity <= 5:
         raise PerturbationError(
             f"image perturbation {name!r}: severity {severity!r} is outside 1..5; valid: {', '.join(names())}"
         )
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**32:
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < 2**32:
         raise PerturbationError(
             f"image perturbation {name!r}: seed {seed!r} must be an integer in [0, 2**32)"
         )
@@ -156,7 +157,7 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArra
     if perturbation.family != "geometry" and min(h, w) < _REFERENCE_MIN_SIDE:
         pad = ((0, max(0, _REFERENCE_MIN_SIDE - h)), (0, max(0, _REFERENCE_MIN_SIDE - w)), (0, 0))
         padded = np.pad(rgb, pad, mode="symmetric")
-    out = perturbation.fn(padded, severity, int(seed))
+    out = perturbation.fn(padded, int(severity), int(seed))
     return _as_uint8_rgb(out, padded.shape[0], padded.shape[1])[:h, :w].copy()
 
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
+from numbers import Integral
 
 from argus_eval.errors import PerturbationError, UnknownNameError
 from argus_eval.registry import Registry
@@ -231,10 +232,12 @@ def perturb(text: str, name: str, severity: int, seed: int) -> str:
         fn = TEXT_PERTURBATIONS.get(name)
     except UnknownNameError:
         raise PerturbationError(f"unknown text perturbation {name!r}; valid: {', '.join(names())}") from None
-    if isinstance(severity, bool) or not isinstance(severity, int) or not 1 <= severity <= 5:
+    if isinstance(severity, bool) or not isinstance(severity, Integral) or not 1 <= severity <= 5:
         raise PerturbationError(
             f"text perturbation {name!r}: severity {severity!r} is outside 1..5; valid: {', '.join(names())}"
         )
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise PerturbationError(f"text perturbation {name!r}: seed {seed!r} must be an integer")
     if not isinstance(text, str):
         raise PerturbationError(f"text perturbation {name!r}: expected a string, got {type(text).__name__}")
-    return fn(text, severity, random.Random(seed))
+    return fn(text, int(severity), random.Random(int(seed)))
