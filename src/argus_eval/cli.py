@@ -102,6 +102,35 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory with re
     report_command(run_dir, console)
 
 
+@app.command()
+def recommend(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory with results.json.")],
+    device: Annotated[str | None, typer.Option("--device", help="Device profile name.")] = None,
+    max_latency_ms: Annotated[float | None, typer.Option("--max-latency-ms", help="p50 at batch 1.")] = None,
+    max_memory_gb: Annotated[float | None, typer.Option("--max-memory-gb", help="Peak memory, GB.")] = None,
+    min_rr: Annotated[float | None, typer.Option("--min-rr", help="Robustness retention floor.")] = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="ARGUS weights P,CDC,RR,E.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Restrict P to one task.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recommend a model under deployment constraints, from results.json (exit 1: no model fits)."""
+    from argus_eval.commands.recommend_cmd import recommend_command
+
+    code = recommend_command(
+        run_dir,
+        console,
+        device=device,
+        max_latency_ms=max_latency_ms,
+        max_memory_gb=max_memory_gb,
+        min_rr=min_rr,
+        weights=weights,
+        task=task,
+        as_json=as_json,
+    )
+    if code:
+        raise typer.Exit(code)
+
+
 def main() -> None:
     """Console-script entry: ArgusError -> one line on stderr and exit 2 (traceback with --debug)."""
     debug = "--debug" in sys.argv
