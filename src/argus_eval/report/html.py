@@ -1,34 +1,241 @@
-"""report.html: a self-contained page (no external resources) built from results.json and samples.jsonl."""
+"""report.html: one self-contained page (no external resources) built from results.json and
+samples.jsonl. plotly.js is inlined once from the installed plotly package; without plotly the page
+still carries every table and the gallery, and says why the charts are missing.
+
+Every piece of text from a run (model names, questions, predictions, references) is untrusted: it is
+HTML-escaped where it is written into markup, and data for the scripts travels as JSON in a
+<script type="application/json"> element with "<", ">" and "&" escaped, so it can never close the
+element or open a comment.
+"""
 
 from __future__ import annotations
 
 import html
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argus_eval.report.markdown import _with_iv
+from argus_eval.report import charts as ch
+from argus_eval.report import tables
+from argus_eval.report.gallery import Gallery, build_gallery
+from argus_eval.report.page_js import APP, ERROR_HOOK
+from argus_eval.report.tables import Table
+
+esc = html.escape
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
+main{max-width:1280px;margin:0 auto;padding:1em 2em 4em}
+h1{margin:.4em 0 .2em}h2{margin-top:2em;border-bottom:2px solid #ddd;padding-bottom:.2em}
+.gap{font-size:1.35em;background:#fff4e0;border-left:6px solid #f0a020;padding:.7em 1em;margin:.8em 0}
+.tau{color:#555}.sub{color:#666;font-size:.92em}
+nav a{margin-right:1em}
+table{border-collapse:collapse;background:#fff;font-size:.9em;margin:.5em 0}
+td,th{padding:3px 9px;border-bottom:1px solid #e2e2e2;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.undef{color:#a33;text-decoration:underline dotted;cursor:help}
+td[title]:not(.undef){cursor:help}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
+.chart{background:#fff;border:1px solid #e2e2e2;min-height:300px}
+.caption{color:#555;font-size:.85em;margin:.2em .5em .6em}
+.note{background:#eef4fb;border-left:4px solid #6a9bd8;padding:.4em .8em}
+.filters select{margin-right:1em;max-width:16em}
+#gallery-items{max-height:1400px;overflow-y:auto;display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:.8em;margin-top:.8em}
+.card{display:flex;gap:.7em;background:#fff;border:1px solid #ddd;padding:.5em}
+.thumb{width:128px;height:auto;flex:none;object-fit:contain}
+.nothumb{height:96px;background:#eee;color:#888;display:flex;align-items:center;justify-content:center}
+.cardtext{font-size:.85em;min-width:0}.cardhead{font-weight:600}
+.score{color:#a33}.label{color:#777}.value{white-space:pre-wrap;overflow-wrap:anywhere}
+.pred .value{background:#fff0f0}.err .value{color:#a33}.hint{color:#888;font-style:italic}
+pre{background:#fff;border:1px solid #e2e2e2;padding:.6em;overflow:auto;max-height:28em;font-size:.82em}
+"""
 
 
-def render_html(results: dict[str, Any], samples_path: Path) -> str:
-    """A minimal self-contained HTML scorecard; every model output is escaped (untrusted text)."""
-    esc = html.escape
-    rows = "".join(
-        f"<tr><td>{esc(n)}</td>"
-        + "".join(f"<td>{esc(_with_iv(m, a))}</td>" for a in ("P", "CDC", "RR", "E", "ARGUS"))
-        + "</tr>"
-        for n, m in results["models"].items()
-    )
-    cells = "".join(
-        f"<tr><td>{esc(c['model'])}</td><td>{esc(c['task'])}</td><td>{esc(c['dataset'])}</td>"
-        f"<td>{esc(c['condition'])}</td><td>{esc(c['protocol'])}</td><td>{esc(str(c['primary']))}</td></tr>"
-        for c in results["cells"]
-    )
-    gap = esc(results.get("gap", {}).get("sentence", ""))
+@dataclass(frozen=True)
+class HtmlOptions:
+    """Gallery caps and thumbnail size."""
+
+    gallery_per_cell: int = 3
+    gallery_max: int = 400
+    thumb_px: int = 128
+
+
+def script_json(obj: Any) -> str:
+    """JSON that is safe inside a <script> element: no "</", "<!--" or "]]>" can appear."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for a, b in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(a, b)
+    return text
+
+
+def plotly_js() -> str | None:
+    """The installed plotly.js bundle, or None when plotly is not installed."""
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        return None
+    js = str(get_plotlyjs())
+    # An inline script ends at the first "</script"; the bundle has none today, but never trust that.
+    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def table_html(t: Table, section_id: bool = False) -> str:
+    """A Table as escaped HTML; hints become hover titles."""
+    if not t.rows:
+        return "<p class='sub'>(none)</p>"
+    head = "".join(f"<th>{esc(h)}</th>" for h in t.headers)
+    body = []
+    for row in t.rows:
+        tds = []
+        for c in row:
+            cls = " class='undef'" if c.undefined else ""
+            title = f" title='{esc(c.hint, quote=True)}'" if c.hint else ""
+            tds.append(f"<td{cls}{title}>{esc(c.text)}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    caption = f"<p class='caption'>{esc(t.caption)}</p>" if t.caption else ""
+    rows = "".join(body)
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>ARGUS-EVAL report</title>"
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>"
-        "</head><body><h1>ARGUS-EVAL report</h1>"
-        f"<p>{gap}</p><table><tr><th>model</th><th>P</th><th>CDC</th><th>RR</th><th>E</th><th>ARGUS</th></tr>{rows}</table>"
-        f"<h2>Cells</h2><table><tr><th>model</th><th>task</th><th>dataset</th><th>condition</th><th>protocol</th>"
-        f"<th>primary</th></tr>{cells}</table></body></html>\n"
+        f"<table id='table-{esc(t.key)}'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{caption}"
+    )
+
+
+def _chart_divs(charts: list[ch.Chart], section: str) -> str:
+    out = [
+        f"<div><div class='chart' id='{esc(c.id)}'></div><p class='caption'>{esc(c.caption)}</p></div>"
+        for c in charts
+        if c.section == section
+    ]
+    return f"<div class='grid'>{''.join(out)}</div>" if out else ""
+
+
+def _plain(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def _kv_table(d: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_plain(v))}</td></tr>" for k, v in d.items())
+    return f"<table>{rows}</table>" if rows else "<p class='sub'>(none)</p>"
+
+
+def _manifest(results: Mapping[str, Any]) -> str:
+    man = results["manifest"]
+    git = man.get("git") or {}
+    parts = [
+        "<h3>Git</h3>",
+        _kv_table({"revision": git.get("revision") or "unknown", "local edits": git.get("dirty")}),
+        "<h3>Seeds</h3>",
+        _kv_table(man.get("seeds") or {}),
+        "<h3>Versions</h3>",
+        _kv_table(man.get("versions") or {}),
+        "<h3>Hardware</h3>",
+        _kv_table(man.get("hardware") or {}),
+        "<h3>Scoring options</h3>",
+        _kv_table(results.get("scoring_options") or {}),
+    ]
+    boot = results.get("bootstrap")
+    if boot:
+        parts += ["<h3>Bootstrap</h3>", _kv_table({k: v for k, v in boot.items() if k != "notes"})]
+        parts.append("<ul>" + "".join(f"<li>{esc(str(n))}</li>" for n in boot.get("notes") or []) + "</ul>")
+    rest = {k: v for k, v in man.items() if k not in ("config", "git", "seeds", "versions", "hardware")}
+    parts += [
+        "<h3>Config</h3>",
+        f"<pre>{esc(json.dumps(man.get('config'), indent=1, sort_keys=True))}</pre>",
+        "<details><summary>Models, datasets, protocols, skipped</summary>",
+        f"<pre>{esc(json.dumps(rest, indent=1, sort_keys=True))}</pre></details>",
+    ]
+    return "".join(parts)
+
+
+def _gallery_section(g: Gallery, opts: HtmlOptions) -> str:
+    selects = "".join(
+        f"<label>{f} <select id='filter-{f}'><option value=''>all</option></select></label>"
+        for f in ("model", "task", "dataset", "condition")
+    )
+    note = (
+        f"The {opts.gallery_per_cell} lowest-scoring samples (failed ones first) of each cell, "
+        f"at most {opts.gallery_max} in all: {len(g.items)} shown of {g.candidates} failure candidates "
+        f"(score below 1 or failed) among {g.total_samples} samples; {g.left_out} left out."
+    )
+    if g.missing_images:
+        note += f" {g.missing_images} item(s) point to an image file that is not on this machine."
+    return (
+        f"<p class='note' id='gallery-note'>{esc(note)}</p>"
+        f"<div class='filters'>{selects}<span id='gallery-count' class='sub'></span></div>"
+        "<noscript><p>The gallery needs JavaScript.</p></noscript>"
+        "<div id='gallery-items'></div>"
+    )
+
+
+def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOptions | None = None) -> str:
+    """The whole page as one string."""
+    opts = options or HtmlOptions()
+    charts = ch.all_charts(results)
+    gallery = build_gallery(samples_path, opts.gallery_per_cell, opts.gallery_max, opts.thumb_px)
+    lib = plotly_js()
+    name = str((results["manifest"].get("config") or {}).get("name", "run"))
+    gap = results.get("gap") or {}
+    tau = gap.get("kendall_tau")
+    notes = list(results.get("notes") or [])
+    if lib is None:
+        notes.append("plotly is not installed, so the charts are missing: pip install 'argus-eval[report]'")
+    payload = {
+        "charts": [c.to_json() for c in charts] if lib is not None else [],
+        "gallery": gallery.items,
+        "thumbnails": gallery.thumbnails,
+    }
+    t = {tb.key: tb for tb in tables.all_tables(results)}
+    sections = [
+        ("scorecard", "Scorecard", table_html(t["scorecard"]) + _chart_divs(charts, "charts")),
+        ("rankings", "Rankings", table_html(t["rankings"])),
+        (
+            "consistency",
+            "Consistency across datasets",
+            _chart_divs(charts, "consistency") + "<h3>Undefined terms</h3>" + table_html(t["undefined"]),
+        ),
+        (
+            "robustness",
+            "Robustness",
+            _chart_divs(charts, "robustness")
+            + f"<details><summary>Retention table ({len(t['robustness'].rows)} rows)</summary>"
+            + table_html(t["robustness"])
+            + "</details>",
+        ),
+        ("efficiency", "Efficiency", _chart_divs(charts, "efficiency") + table_html(t["efficiency"])),
+        (
+            "cells",
+            "Cells",
+            f"<details><summary>All {len(t['cells'].rows)} cells</summary>{table_html(t['cells'])}</details>",
+        ),
+        ("gallery", "Failure gallery", _gallery_section(gallery, opts)),
+        ("manifest", "Run manifest", _manifest(results)),
+    ]
+    nav = "".join(f"<a href='#{sid}'>{esc(title)}</a>" for sid, title, _ in sections)
+    body = "".join(
+        f"<section id='{sid}'><h2>{esc(title)}</h2>{content}</section>" for sid, title, content in sections
+    )
+    notes_html = (
+        "<ul class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else ""
+    )
+    gap_html = (
+        f"<p class='gap' id='gap-sentence'>{esc(gap.get('sentence') or 'No gap sentence in results.')}</p>"
+        f"<p class='tau'>Kendall's tau between the capability and overall rankings: "
+        f"{'undefined' if tau is None else f'{tau:.3f}'}</p>"
+    )
+    lib_html = f"<script>{lib}</script>" if lib is not None else ""
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>ARGUS-EVAL report: {esc(name)}</title><style>{CSS}</style>"
+        f"<script>{ERROR_HOOK}</script></head><body><main>"
+        f"<h1>ARGUS-EVAL report: {esc(name)}</h1>{gap_html}{notes_html}<nav>{nav}</nav>{body}"
+        f"</main><script type='application/json' id='argus-data'>{script_json(payload)}</script>"
+        f"{lib_html}<script>{APP}</script></body></html>\n"
     )

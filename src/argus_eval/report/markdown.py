@@ -1,53 +1,65 @@
-"""summary.md: the scorecard, rankings and gap sentence as markdown tables."""
+"""summary.md: the report's tables as markdown, for terminals and pull requests."""
 
 from __future__ import annotations
 
+import html
+import json
+from collections.abc import Mapping
 from typing import Any
 
-
-def _f(v: Any) -> str:
-    return "undefined" if v is None else f"{v:.3f}"
-
-
-def _with_iv(m: dict[str, Any], axis: str) -> str:
-    iv = (m.get("intervals") or {}).get(axis)
-    base = _f(m.get(axis))
-    if iv and iv[0] is not None and m.get(axis) is not None:
-        return f"{base} [{iv[0]:.3f}, {iv[1]:.3f}]"
-    return base
+from argus_eval.report import tables
+from argus_eval.report.tables import Table
 
 
-def render_summary(results: dict[str, Any]) -> str:
-    """Markdown summary of a results.json."""
-    lines = [f"# ARGUS-EVAL summary: {results['manifest']['config'].get('name', 'run')}", ""]
-    lines += [
-        "## Scorecard (95 % bootstrap intervals)",
-        "",
-        "| model | P | CDC | RR | E | ARGUS |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, m in results["models"].items():
-        lines.append(
-            f"| {name} | " + " | ".join(_with_iv(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")) + " |"
-        )
-    gap = results.get("gap", {}).get("sentence")
-    if gap:
-        lines += ["", f"**Capability-reliability gap:** {gap}"]
-    undefined = [
-        (n, a, r) for n, m in results["models"].items() for a, r in (m.get("undefined") or {}).items()
-    ]
-    if undefined:
-        lines += ["", "## Undefined terms", ""] + [f"- {n} {a}: {r}" for n, a, r in undefined]
-    lines += [
-        "",
-        "## Cells",
-        "",
-        "| model | task | dataset | condition | protocol | primary | scored | failed |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for c in results["cells"]:
-        lines.append(
-            f"| {c['model']} | {c['task']} | {c['dataset']} | {c['condition']} | {c['protocol']} | "
-            f"{_f(c['primary'])} | {c['scored']} | {c['failed']} |"
-        )
-    return "\n".join(lines) + "\n"
+def md_text(text: str) -> str:
+    """Text safe inside a markdown table cell: pipes escaped, newlines flattened, and HTML escaped
+    (markdown renderers pass raw HTML through, and names come from user configs)."""
+    text = html.escape(text, quote=False)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def md_table(t: Table) -> list[str]:
+    """A titled markdown table (or a one-line note when it has no rows)."""
+    lines = [f"## {t.title}", ""]
+    if t.caption:
+        lines += [t.caption, ""]
+    if not t.rows:
+        return [*lines, "(none)", ""]
+    lines.append("| " + " | ".join(md_text(h) for h in t.headers) + " |")
+    lines.append("|" + "---|" * len(t.headers))
+    lines += ["| " + " | ".join(md_text(c.text) for c in row) + " |" for row in t.rows]
+    return [*lines, ""]
+
+
+def _manifest_lines(results: Mapping[str, Any]) -> list[str]:
+    man = results["manifest"]
+    git = man.get("git") or {}
+    versions = man.get("versions") or {}
+    hw = man.get("hardware") or {}
+    lines = ["## Run manifest", ""]
+    lines.append(
+        f"- git: {git.get('revision') or 'unknown'}" + (" (with local edits)" if git.get("dirty") else "")
+    )
+    lines.append(f"- seeds: {json.dumps(man.get('seeds'), sort_keys=True)}")
+    lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    lines.append("- hardware: " + ", ".join(f"{k}: {v}" for k, v in hw.items()))
+    opts = results.get("scoring_options")
+    if opts:
+        lines.append(f"- scoring options: `{json.dumps(opts, sort_keys=True)}`")
+    return [*lines, ""]
+
+
+def render_summary(results: Mapping[str, Any]) -> str:
+    """Markdown summary of a results.json: gap sentence, every table, notes and the manifest."""
+    name = (results["manifest"].get("config") or {}).get("name", "run")
+    lines = [f"# ARGUS-EVAL summary: {md_text(str(name))}", ""]
+    gap = results.get("gap") or {}
+    if gap.get("sentence"):
+        lines += [f"**Capability-reliability gap:** {md_text(gap['sentence'])}", ""]
+    for t in tables.all_tables(results):
+        lines += md_table(t)
+    notes = results.get("notes") or []
+    if notes:
+        lines += ["## Notes", "", *[f"- {md_text(n)}" for n in notes], ""]
+    lines += _manifest_lines(results)
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,367 @@
+"""Plotly figure specs (plain JSON: data + layout) for report.html, drawn by the inlined plotly.js.
+
+Figures are built as dicts rather than through plotly's Python objects: the page needs only the JSON,
+and the report then works (tables, gallery) even where plotly is not installed. Every name that goes
+into a figure is HTML-escaped, because plotly renders a subset of HTML in labels and hover text.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from argus_eval.report.tables import efficiency_profiles
+
+RADAR_AXES = ("P", "CDC", "RR", "E")
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
+_MARGIN = {"l": 60, "r": 30, "t": 60, "b": 50}
+_LEGEND_BELOW = {"orientation": "h", "y": -0.22, "x": 0, "font": {"size": 11}}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: the id of its div, its section, a caption, and the plotly figure."""
+
+    id: str
+    section: str
+    caption: str
+    figure: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "data": self.figure["data"], "layout": self.figure["layout"]}
+
+
+def esc(text: Any) -> str:
+    """Text for a plotly label: plotly interprets some HTML tags, so escape everything."""
+    return html.escape(str(text), quote=True)
+
+
+def _color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _layout(title: str, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "title": {"text": esc(title), "font": {"size": 15}, "x": 0.02, "xanchor": "left", "y": 0.97},
+        "margin": _MARGIN,
+        "height": 380,
+        "hovermode": "closest",
+        "legend": {"font": {"size": 11}},
+    }
+    out.update(extra)
+    return out
+
+
+def radar(results: Mapping[str, Any]) -> Chart:
+    """Each model's P, CDC, RR, E on one polar chart (undefined terms leave a gap)."""
+    theta = [*RADAR_AXES, RADAR_AXES[0]]
+    data = []
+    for i, (name, m) in enumerate(results["models"].items()):
+        r = [m.get(a) for a in theta]
+        undefined = ", ".join(a for a in RADAR_AXES if m.get(a) is None)
+        label = f"{name} (undefined: {undefined})" if undefined else name
+        data.append(
+            {
+                "type": "scatterpolar",
+                "r": r,
+                "theta": theta,
+                "name": esc(label),
+                "fill": "toself",
+                "opacity": 0.55,
+                "line": {"color": _color(i)},
+                "hovertemplate": "%{theta}: %{r:.3f}<extra>" + esc(name) + "</extra>",
+                "connectgaps": False,
+            }
+        )
+    layout = _layout(
+        "The four axes of each model",
+        polar={"radialaxis": {"range": [0, 1]}},
+        height=460,
+        legend=_LEGEND_BELOW,
+        margin={"l": 40, "r": 40, "t": 60, "b": 40},
+    )
+    return Chart(
+        "chart-radar",
+        "charts",
+        "P, CDC, RR and E of every model; an undefined term is a gap.",
+        {"data": data, "layout": layout},
+    )
+
+
+def _err(m: Mapping[str, Any], axis: str) -> tuple[float, float] | None:
+    iv = (m.get("intervals") or {}).get(axis)
+    v = m.get(axis)
+    if v is None or not iv or iv[0] is None or iv[1] is None:
+        return None
+    return max(0.0, iv[1] - v), max(0.0, v - iv[0])
+
+
+def capability_vs_argus(results: Mapping[str, Any]) -> Chart:
+    """P against ARGUS with interval bars; models below the diagonal lose once reliability counts."""
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "x": [0, 1],
+            "y": [0, 1],
+            "mode": "lines",
+            "line": {"dash": "dot", "color": "#999"},
+            "name": "ARGUS = P",
+            "hoverinfo": "skip",
+        }
+    ]
+    for i, (name, m) in enumerate(results["models"].items()):
+        if m.get("P") is None or m.get("ARGUS") is None:
+            continue
+        trace: dict[str, Any] = {
+            "type": "scatter",
+            "x": [m["P"]],
+            "y": [m["ARGUS"]],
+            "mode": "markers+text",
+            "text": [esc(name)],
+            "textposition": "top center",
+            "name": esc(name),
+            "marker": {"size": 12, "color": _color(i)},
+            "hovertemplate": "P %{x:.3f}<br>ARGUS %{y:.3f}<extra>" + esc(name) + "</extra>",
+        }
+        for axis, key in (("P", "error_x"), ("ARGUS", "error_y")):
+            e = _err(m, axis)
+            if e is not None:
+                trace[key] = {"type": "data", "array": [e[0]], "arrayminus": [e[1]], "thickness": 1}
+        data.append(trace)
+    layout = _layout(
+        "Capability (P) against reliability-aware score (ARGUS)",
+        xaxis={"title": {"text": "P (capability)"}, "range": [0, 1.05]},
+        yaxis={"title": {"text": "ARGUS"}, "range": [0, 1.05]},
+        height=460,
+        legend=_LEGEND_BELOW,
+    )
+    return Chart(
+        "chart-scatter",
+        "charts",
+        "Bars: bootstrap intervals. Below the dotted line a model "
+        "scores lower overall than on capability alone.",
+        {"data": data, "layout": layout},
+    )
+
+
+def rank_slope(results: Mapping[str, Any]) -> Chart:
+    """A slope chart from capability rank to overall rank: the gap at a glance."""
+    rk = results.get("rankings") or {}
+    cap = {r["model"]: r["rank"] for r in rk.get("capability", [])}
+    ovr = {r["model"]: r["rank"] for r in rk.get("overall", [])}
+    names = [n for n in results["models"] if cap.get(n) is not None and ovr.get(n) is not None]
+    data = []
+    for name in names:
+        a, b = cap[name], ovr[name]
+        color = "#2ca02c" if b < a else "#d62728" if b > a else "#7f7f7f"
+        shift = a - b
+        data.append(
+            {
+                "type": "scatter",
+                "x": ["capability (P)", "overall (ARGUS)"],
+                "y": [a, b],
+                "mode": "lines+markers+text",
+                "text": [
+                    f"{esc(name)} ({a})",
+                    f"{esc(name)} ({b}, {shift:+d})" if shift else f"{esc(name)} ({b})",
+                ],
+                "textposition": ["middle left", "middle right"],
+                "name": esc(name),
+                "line": {"color": color, "width": 3},
+                "marker": {"size": 10, "color": color},
+                "hovertemplate": "%{x}: %{y}<extra>" + esc(name) + "</extra>",
+                "showlegend": False,
+            }
+        )
+    n = max(len(names), 1)
+    layout = _layout(
+        "Rank shift: capability ranking against overall ranking",
+        xaxis={"range": [-1.3, 2.3], "fixedrange": True, "tickangle": 0},
+        yaxis={"dtick": 1, "title": {"text": "rank (1 = best)"}, "range": [n + 0.5, 0.5]},
+        height=460,
+    )
+    return Chart(
+        "chart-slope",
+        "charts",
+        "Green: moves up once reliability counts; red: moves down.",
+        {"data": data, "layout": layout},
+    )
+
+
+def consistency_heatmap(results: Mapping[str, Any]) -> Chart | None:
+    """Model x (task / dataset) clean primary scores: the consistency (CDC) picture."""
+    clean = [c for c in results["cells"] if c["condition"] == "clean"]
+    if not clean:
+        return None
+    cols = sorted({(c["task"], c["dataset"]) for c in clean})
+    models = list(results["models"]) + sorted({c["model"] for c in clean} - set(results["models"]))
+    grid = {(c["model"], c["task"], c["dataset"]): c["primary"] for c in clean}
+    z = [[grid.get((m, t, d)) for t, d in cols] for m in models]
+    text = [["" if v is None else f"{v:.3f}" for v in row] for row in z]
+    data = [
+        {
+            "type": "heatmap",
+            "z": z,
+            "x": [esc(f"{t} / {d}") for t, d in cols],
+            "y": [esc(m) for m in models],
+            "text": text,
+            "texttemplate": "%{text}",
+            "zmin": 0,
+            "zmax": 1,
+            "colorscale": "Viridis",
+            "hovertemplate": "%{y}<br>%{x}<br>clean primary %{z:.3f}<extra></extra>",
+            "colorbar": {"title": {"text": "score"}},
+        }
+    ]
+    layout = _layout(
+        "Clean primary score per task and dataset",
+        height=max(260, 60 + 42 * len(models)),
+        margin={"l": 160, "r": 30, "t": 50, "b": 90},
+        yaxis={"autorange": "reversed", "automargin": True},
+        xaxis={"automargin": True},
+    )
+    return Chart(
+        "chart-heatmap",
+        "consistency",
+        "Uneven rows mean low cross-dataset consistency (CDC); blank: not run.",
+        {"data": data, "layout": layout},
+    )
+
+
+def severity_curves(results: Mapping[str, Any]) -> list[Chart]:
+    """One chart per perturbation: mean retention against severity, one line per model."""
+    perts = sorted({p for m in results["models"].values() for p in (m.get("severity_curves") or {})})
+    charts = []
+    for k, pert in enumerate(perts):
+        data = []
+        for i, (name, m) in enumerate(results["models"].items()):
+            curve = (m.get("severity_curves") or {}).get(pert)
+            if not curve:
+                continue
+            sev = sorted(curve, key=int)
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": [int(s) for s in sev],
+                    "y": [curve[s] for s in sev],
+                    "mode": "lines+markers",
+                    "name": esc(name),
+                    "line": {"color": _color(i)},
+                    "hovertemplate": "severity %{x}: retention %{y:.3f}<extra>" + esc(name) + "</extra>",
+                }
+            )
+        layout = _layout(
+            f"Retention under {pert}",
+            xaxis={"title": {"text": "severity"}, "dtick": 1},
+            yaxis={"title": {"text": "mean retention"}, "range": [0, 1.05]},
+            height=320,
+        )
+        charts.append(Chart(f"chart-severity-{k}", "robustness", "", {"data": data, "layout": layout}))
+    return charts
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points not dominated (lower-or-equal cost and higher-or-equal score, one strictly),
+    sorted by cost."""
+    front = []
+    for i, (c, s) in enumerate(points):
+        dominated = any(
+            (c2 <= c and s2 >= s) and (c2 < c or s2 > s) for j, (c2, s2) in enumerate(points) if j != i
+        )
+        if not dominated:
+            front.append(i)
+    return sorted(front, key=lambda i: points[i][0])
+
+
+def _efficiency_chart(
+    results: Mapping[str, Any], field: str, label: str, cid: str, log: bool
+) -> Chart | None:
+    profiles = efficiency_profiles(results)
+    names, pts = [], []
+    for name, m in results["models"].items():
+        p = profiles.get(name)
+        if p is None or m.get("P") is None or p.get(field) is None:
+            continue
+        names.append(name)
+        pts.append((float(p[field]), float(m["P"])))
+    if not pts:
+        return None
+    front = pareto_front(pts)
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "x": [x for x, _ in pts],
+            "y": [y for _, y in pts],
+            "mode": "markers+text",
+            "text": [esc(n) for n in names],
+            "textposition": "top center",
+            "name": "measured",
+            "marker": {"size": 11, "color": [_color(list(results["models"]).index(n)) for n in names]},
+            "hovertemplate": "%{text}<br>" + esc(label) + " %{x:.3g}<br>P %{y:.3f}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "x": [pts[i][0] for i in front],
+            "y": [pts[i][1] for i in front],
+            "mode": "lines",
+            "line": {"shape": "hv", "dash": "dash", "color": "#444"},
+            "name": "Pareto front",
+            "hoverinfo": "skip",
+        },
+    ]
+    if field == "latency_ms_p50":
+        est_x, est_y, est_t = [], [], []
+        for name in names:
+            for q in (profiles[name] or {}).get("projections") or []:
+                if q.get("latency_ms") is not None:
+                    est_x.append(float(q["latency_ms"]))
+                    est_y.append(float(results["models"][name]["P"]))
+                    est_t.append(esc(f"{name} on {q.get('device')} (estimate)"))
+        if est_x:
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": est_x,
+                    "y": est_y,
+                    "mode": "markers+text",
+                    "text": est_t,
+                    "textposition": "bottom center",
+                    "name": "device projection (estimate)",
+                    "marker": {"size": 11, "symbol": "circle-open", "color": "#888"},
+                    "hovertemplate": "%{text}<br>~%{x:.3g} ms (roofline estimate)<extra></extra>",
+                }
+            )
+    layout = _layout(
+        f"Capability against {label}",
+        xaxis={"title": {"text": label + (" (log)" if log else "")}, "type": "log" if log else "linear"},
+        yaxis={"title": {"text": "P (capability)"}, "range": [0, 1.05]},
+        legend=_LEGEND_BELOW,
+        height=420,
+    )
+    return Chart(
+        cid,
+        "efficiency",
+        "Dashed: the Pareto front (no other model is both cheaper and better). "
+        "Open markers are roofline projections onto other devices: estimates, not measurements.",
+        {"data": data, "layout": layout},
+    )
+
+
+def efficiency_charts(results: Mapping[str, Any]) -> list[Chart]:
+    """Pareto fronts of capability against latency and against peak memory."""
+    out = [
+        _efficiency_chart(results, "latency_ms_p50", "latency p50 (ms)", "chart-pareto-latency", True),
+        _efficiency_chart(results, "peak_memory_mb", "peak memory (MB)", "chart-pareto-memory", False),
+    ]
+    return [c for c in out if c is not None]
+
+
+def all_charts(results: Mapping[str, Any]) -> list[Chart]:
+    """Every chart of the page, in page order."""
+    charts = [radar(results), capability_vs_argus(results), rank_slope(results)]
+    heat = consistency_heatmap(results)
+    if heat is not None:
+        charts.append(heat)
+    return charts + severity_curves(results) + efficiency_charts(results)

@@ -1,0 +1,163 @@
+"""The failure gallery: the lowest-scoring (and failed) samples of each cell, with small thumbnails.
+
+Capped twice so that a run with any number of samples still gives a page that opens: at most
+`per_cell` samples per cell, and at most `max_total` overall (taken round-robin over cells, worst
+first, so every cell keeps its worst cases). Thumbnails are shared by every item showing the same image.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+from argus_eval.report.samples import CellKey, cell_key, iter_samples
+
+MAX_TEXT = 600  # characters of a question, prediction or reference shown in the gallery
+MAX_REFERENCES = 5
+
+
+@dataclass
+class Gallery:
+    """Selected items (plain JSON), their thumbnails (id -> data URI) and what was left out."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    thumbnails: dict[str, str] = field(default_factory=dict)
+    total_samples: int = 0
+    candidates: int = 0
+    missing_images: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """Failure candidates (score < 1 or failed) not shown."""
+        return self.candidates - len(self.items)
+
+
+def _badness(rec: dict[str, Any]) -> tuple[int, float, str]:
+    # Failed samples first, then by score ascending; the sample id keeps the order deterministic.
+    score = rec.get("score")
+    return (0, 0.0, rec["sample_id"]) if score is None else (1, float(score), rec["sample_id"])
+
+
+def _is_candidate(rec: dict[str, Any]) -> bool:
+    score = rec.get("score")
+    return score is None or float(score) < 1.0
+
+
+def select_worst(
+    records: Iterable[dict[str, Any]], per_cell: int
+) -> tuple[dict[CellKey, list[dict[str, Any]]], int, int]:
+    """Per cell, the per_cell worst candidate records (sorted worst first); also the number of records
+    read and of candidates. Memory stays O(cells x per_cell)."""
+    kept: dict[CellKey, list[dict[str, Any]]] = {}
+    total = candidates = 0
+    for rec in records:
+        total += 1
+        if not _is_candidate(rec):
+            continue
+        candidates += 1
+        bucket = kept.setdefault(cell_key(rec), [])
+        bucket.append(rec)
+        if len(bucket) > 4 * per_cell + 8:  # trim in batches: amortised O(1) per record
+            bucket.sort(key=_badness)
+            del bucket[per_cell:]
+    for bucket in kept.values():
+        bucket.sort(key=_badness)
+        del bucket[per_cell:]
+    return kept, total, candidates
+
+
+def _round_robin(kept: dict[CellKey, list[dict[str, Any]]], max_total: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    keys = sorted(kept)
+    depth = 0
+    while len(out) < max_total and any(depth < len(kept[k]) for k in keys):
+        for k in keys:
+            if depth < len(kept[k]) and len(out) < max_total:
+                out.append(kept[k][depth])
+        depth += 1
+    return sorted(out, key=lambda r: (cell_key(r), _badness(r)))
+
+
+def _clip(text: Any) -> str | None:
+    if text is None:
+        return None
+    s = text if isinstance(text, str) else str(text)
+    return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
+
+
+def _reference(ref: Any) -> list[str]:
+    if ref is None:
+        return []
+    refs = ref if isinstance(ref, list) else [ref]
+    out = [_clip(r) or "" for r in refs[:MAX_REFERENCES]]
+    if len(refs) > MAX_REFERENCES:
+        out.append(f"(+{len(refs) - MAX_REFERENCES} more)")
+    return out
+
+
+def thumbnail(path: Path, max_side: int) -> str | None:
+    """A small JPEG data URI of an image file; None when it cannot be read."""
+    try:
+        with Image.open(path) as src:
+            im = src.convert("RGB")
+        im.thumbnail((max_side, max_side))
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=70, optimize=True)
+    except (OSError, UnidentifiedImageError, ValueError):
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _image_file(rec: dict[str, Any], run_dir: Path) -> Path | None:
+    for cand in (rec.get("image_path"), rec.get("image")):
+        if isinstance(cand, str) and cand:
+            p = Path(cand)
+            for q in (p, run_dir / p) if not p.is_absolute() else (p,):
+                if q.is_file():
+                    return q
+    return None
+
+
+def build_gallery(
+    samples_path: Path, per_cell: int = 3, max_total: int = 400, thumb_px: int = 128
+) -> Gallery:
+    """The gallery of a run: worst samples per cell, capped, with deduplicated thumbnails."""
+    kept, total, candidates = select_worst(iter_samples(samples_path), per_cell)
+    g = Gallery(total_samples=total, candidates=candidates)
+    thumb_ids: dict[Path, str | None] = {}
+    for rec in _round_robin(kept, max_total):
+        img = _image_file(rec, samples_path.parent)
+        tid: str | None = None
+        if img is not None:
+            if img not in thumb_ids:
+                uri = thumbnail(img, thumb_px)
+                thumb_ids[img] = None if uri is None else f"t{len(g.thumbnails)}"
+                if uri is not None:
+                    g.thumbnails[f"t{len(g.thumbnails)}"] = uri
+            tid = thumb_ids[img]
+        if tid is None and (rec.get("image") or rec.get("image_path")):
+            g.missing_images += 1
+        score = rec.get("score")
+        g.items.append(
+            {
+                "model": rec["model"],
+                "task": rec["task"],
+                "dataset": rec["dataset"],
+                "condition": rec["condition"],
+                "protocol": rec.get("protocol"),
+                "sample_id": rec["sample_id"],
+                "score": None if score is None else float(score),
+                "question": _clip(rec.get("question")),
+                "prediction": _clip(rec.get("prediction")),
+                "reference": _reference(rec.get("reference")),
+                "error": _clip(rec.get("error")),
+                "thumb": tid,
+            }
+        )
+    return g
