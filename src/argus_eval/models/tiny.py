@@ -201,3 +201,52 @@ TINY_BUILDERS.register("blip-vqa", _blip_builder("BlipForQuestionAnswering"))
 
 TINY_BUILDERS.register("gemma3", "argus_eval.models.tiny_vlm:build_gemma3")
 TINY_BUILDERS.register("qwen2_5_vl", "argus_eval.models.tiny_vlm:build_qwen2_5_vl")
+
+LXMERT_ANSWERS = ("yes", "no", "0", "1", "2", "3", "red", "blue", "green", "cube", "sphere", "cylinder")
+
+
+def _lxmert_builder(class_name: str) -> Builder:
+    """LXMERT on a 4x4 grid of 8x8 pixel patches of a 32x32 image (feature dim 192)."""
+
+    def build(out_dir: Path) -> None:
+        from argus_eval.models.regions import CONFIG_KEY, GridRegionFeatures
+
+        tf = hf_module()
+        grid = GridRegionFeatures(image_size=32, grid=4)
+        raw = word_tokenizer_object(BLIP_SPECIALS[:5], ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1"))
+        tok = tf.PreTrainedTokenizerFast(
+            tokenizer_object=raw,
+            pad_token="[PAD]",
+            unk_token="[UNK]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+            model_max_length=32,
+        )
+        cfg = tf.LxmertConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_attention_heads=2,
+            intermediate_size=64,
+            l_layers=1,
+            x_layers=1,
+            r_layers=1,
+            max_position_embeddings=32,
+            visual_feat_dim=grid.feature_dim,
+            visual_pos_dim=4,
+            num_qa_labels=len(LXMERT_ANSWERS),
+            id2label=dict(enumerate(LXMERT_ANSWERS)),
+            label2id={a: i for i, a in enumerate(LXMERT_ANSWERS)},
+            task_obj_predict=False,
+            task_qa=True,
+            pad_token_id=tok.pad_token_id,
+        )
+        setattr(cfg, CONFIG_KEY, grid.describe())  # reloads with the same features
+        getattr(tf, class_name)(cfg).save_pretrained(out_dir)
+        tok.save_pretrained(out_dir)
+
+    return build
+
+
+TINY_BUILDERS.register("lxmert-vqa", _lxmert_builder("LxmertForQuestionAnswering"))
+TINY_BUILDERS.register("lxmert-pretraining", _lxmert_builder("LxmertForPreTraining"))

@@ -1,0 +1,150 @@
+"""LXMERT: CLASSIFY over the answer head (config id2label); SCORE_PAIRS via cross-modality matching.
+
+LXMERT reads region features, not pixels. Where they come from, in order: ``options.region_features``
+(a precomputed npz/h5/tsv file, or "grid"), else the provider stored in the checkpoint config
+(``argus_region_features``, written by the zoo and tiny builders).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from argus_eval.data.images import ImageArray
+from argus_eval.errors import CapabilityError, ModelLoadError
+from argus_eval.models.hf_common import (
+    HFAdapterBase,
+    LoadRequest,
+    batches,
+    call_pretrained,
+    check_lengths,
+    hf_module,
+)
+from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
+from argus_eval.models.regions import (
+    CONFIG_KEY,
+    GridRegionFeatures,
+    RegionFeatureProvider,
+    load_precomputed,
+    provider_from_config,
+)
+
+
+class LxmertAdapter(HFAdapterBase):
+    """LxmertForQuestionAnswering (CLASSIFY) or LxmertForPreTraining (SCORE_PAIRS, CLASSIFY if task_qa)."""
+
+    def __init__(
+        self,
+        req: LoadRequest,
+        model: Any,
+        tokenizer: Any,
+        regions: RegionFeatureProvider,
+        caps: frozenset[str],
+    ) -> None:
+        req = LoadRequest(
+            req.cfg, req.source, req.hf_config, req.fingerprint, req.family, {"regions": regions.describe()}
+        )
+        super().__init__(req, model, caps)
+        self.tokenizer = tokenizer
+        self.region_provider = regions
+        id2label = getattr(model.config, "id2label", None) or {}
+        self.labels: tuple[str, ...] = (
+            tuple(str(id2label[i]) for i in sorted(id2label)) if CLASSIFY in caps else ()
+        )
+
+    def _forward(self, images: Sequence[ImageArray], texts: Sequence[str]) -> Any:
+        reg = self.region_provider.regions(images)
+        enc = self.tokenizer(list(texts), padding="longest", truncation=True, return_tensors="pt")
+        inputs = self.to_device(
+            {
+                "input_ids": enc["input_ids"],
+                "attention_mask": enc["attention_mask"],
+                "visual_feats": torch.from_numpy(reg.features),
+                "visual_pos": torch.from_numpy(reg.boxes),
+            }
+        )
+        out = self.model(**inputs)
+        self.forward_calls += 1
+        return out
+
+    @torch.inference_mode()
+    def classify(self, images: Sequence[ImageArray], questions: Sequence[str]) -> NDArray[np.float32]:
+        """(n, len(labels)) answer-head logits for each (image, question)."""
+        if CLASSIFY not in self.info.capabilities:
+            raise CapabilityError(f"model {self.info.name!r}: this LXMERT checkpoint has no answer head")
+        n = check_lengths(images, questions)
+        out = np.zeros((n, len(self.labels)), dtype=np.float32)
+        for sl in batches(n, self.batch_size):
+            out[sl] = self._forward(images[sl], questions[sl]).question_answering_score.float().cpu().numpy()
+        return out
+
+    @torch.inference_mode()
+    def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n,) probability that text matches image, from the cross-modality matching head (class 1)."""
+        if SCORE_PAIRS not in self.info.capabilities:
+            raise CapabilityError(
+                f"model {self.info.name!r}: LxmertForQuestionAnswering has no matching head"
+            )
+        n = check_lengths(images, texts)
+        out = np.zeros((n,), dtype=np.float32)
+        for sl in batches(n, self.batch_size):
+            logits = self._forward(images[sl], texts[sl]).cross_relationship_score.float()
+            out[sl] = torch.softmax(logits, dim=-1)[:, 1].cpu().numpy()
+        return out
+
+
+def _qa_caps(cfg: dict[str, Any]) -> frozenset[str]:
+    return frozenset({CLASSIFY})
+
+
+def _pretraining_caps(cfg: dict[str, Any]) -> frozenset[str]:
+    return frozenset({SCORE_PAIRS} | ({CLASSIFY} if cfg.get("task_qa") else set()))
+
+
+LXMERT_HEADS: dict[str, Callable[[dict[str, Any]], frozenset[str]]] = {
+    "LxmertForQuestionAnswering": _qa_caps,
+    "LxmertForPreTraining": _pretraining_caps,
+}
+
+
+def _region_provider(req: LoadRequest) -> RegionFeatureProvider:
+    opt = req.cfg.options.get("region_features")
+    if opt == "grid":
+        return GridRegionFeatures()
+    if opt:
+        return load_precomputed(Path(str(opt)))
+    stored = req.hf_config.get(CONFIG_KEY)
+    if isinstance(stored, dict):
+        return provider_from_config(stored)
+    raise ModelLoadError(
+        f"model {req.cfg.spec!r}: LXMERT needs region features; set options.region_features to an "
+        "npz/h5/tsv file of detector features (or 'grid' for the pixel-grid approximation)"
+    )
+
+
+def load_lxmert(req: LoadRequest) -> LxmertAdapter:
+    """Load an LXMERT checkpoint with its tokenizer and region-feature provider."""
+    archs = [a for a in req.hf_config.get("architectures") or [] if a in LXMERT_HEADS]
+    if not archs:
+        raise ModelLoadError(
+            f"model {req.cfg.spec!r}: LXMERT architectures {req.hf_config.get('architectures')} "
+            f"not supported; expected one of {sorted(LXMERT_HEADS)}"
+        )
+    regions = _region_provider(req)
+    want = int(req.hf_config.get("visual_feat_dim", regions.feature_dim))
+    if regions.feature_dim != want:
+        raise ModelLoadError(
+            f"model {req.cfg.spec!r}: region features have dimension {regions.feature_dim}, "
+            f"the checkpoint expects visual_feat_dim {want}"
+        )
+    tf = hf_module()
+    kw = req.pretrained_kwargs()
+    cls = getattr(tf, archs[0])
+    model = call_pretrained(req, "model", lambda: cls.from_pretrained(req.source, **kw))
+    tok = call_pretrained(req, "tokenizer", lambda: tf.AutoTokenizer.from_pretrained(req.source, **kw))
+    return LxmertAdapter(req, model, tok, regions, LXMERT_HEADS[archs[0]](req.hf_config))
