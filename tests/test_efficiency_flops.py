@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -44,7 +45,7 @@ def test_linear_and_conv_hand_counts() -> None:
     assert count_flops(lambda: conv(img)) == 2 * (4 * 4) * 8 * (3 * 4 * 4)
 
 
-def _tiny_clip(attn: str) -> torch.nn.Module:
+def _tiny_clip(attn: str) -> Any:
     from transformers import CLIPConfig, CLIPModel
 
     torch.manual_seed(0)

@@ -21,7 +21,8 @@ def _workload() -> tuple[torch.nn.Module, Callable[[int], torch.Tensor]]:
 
     def run_batch(n: int) -> torch.Tensor:
         with torch.no_grad():
-            return layer(torch.ones(n, 64))
+            out: torch.Tensor = layer(torch.ones(n, 64))
+            return out
 
     return layer, run_batch
 

@@ -214,7 +214,9 @@ def test_every_axis_in_unit_interval_on_random_runs() -> None:
                             mean_cell(CellKey(m, t, d, cond), IDS, rng.random(4) ** rng.uniform(0.2, 5))
                         )
         profiles = {
-            m: profile(*rng.uniform(1, 100, 2), int(rng.integers(1, 10**9)), rng.uniform(1, 100))
+            m: profile(
+                rng.uniform(1, 100), rng.uniform(1, 100), int(rng.integers(1, 10**9)), rng.uniform(1, 100)
+            )
             for m in "ABC"
         }
         sc = compute_scorecard(cells, profiles, ScoringOptions())

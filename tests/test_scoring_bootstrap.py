@@ -53,10 +53,10 @@ def test_point_values_match_and_intervals_contain_them() -> None:
     for m, card in boot.models.items():
         for axis, v in card.axes.items():
             assert v.value == point.models[m].axes[axis].value
-            lo, hi = card.intervals[axis]  # type: ignore[misc]
+            lo, hi = card.intervals[axis]
             assert v.value is not None and lo <= v.value <= hi, (m, axis)
         for r in card.retention:
-            lo, hi = r.intervals["retention"]  # type: ignore[misc]
+            lo, hi = r.intervals["retention"]
             assert r.retention is not None and lo <= r.retention <= hi
     for c in boot.cells:
         assert c.interval is not None and c.interval[0] <= c.score <= c.interval[1]

@@ -89,18 +89,44 @@ def align(cells: Sequence[CellData]) -> list[Group]:
 
 
 def paired_counts(group: Group, resamples: int, seed: int) -> FloatArray:
-    """(1 + resamples, n) multinomial counts: row 0 all ones (full sample), then the paired resamples."""
+    """(1 + resamples, n) multinomial counts: row 0 all ones (full sample), then the paired resamples.
+
+    Each resample draws n indices uniformly with replacement and counts them (a multinomial draw with
+    equal probabilities; bincount is much faster than Generator.multinomial for large n)."""
     n = len(group.ids)
     rng = np.random.default_rng([seed, zlib.crc32(f"{group.task}/{group.dataset}".encode())])
-    draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
-    return np.vstack([np.ones((1, n)), draws]).astype(np.float64)
+    draws = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
+    counts = np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n)
+    return np.vstack([np.ones((1, n)), counts]).astype(np.float64)
 
 
-def cell_scores(group: Group, counts: FloatArray) -> dict[CellKey, FloatArray]:
-    """Primary score rows of every cell of the group: one matmul for all cells, then each finish."""
-    stacked = np.concatenate([a.cell.components[a.index].astype(np.float64) for a in group.cells], axis=1)
-    sums = counts @ stacked
+def _flip_indicators(group: Group) -> dict[CellKey, FloatArray]:
+    """Per perturbed cell with predictions (and a clean cell with predictions), 1.0 where the
+    prediction differs from the same model's clean prediction on the same sample."""
+    by_key = {a.cell.key: a for a in group.cells}
     out: dict[CellKey, FloatArray] = {}
+    for key, a in by_key.items():
+        clean = by_key.get(key.clean_key())
+        if key.is_clean or clean is None or a.cell.predictions is None or clean.cell.predictions is None:
+            continue
+        pert = np.asarray(a.cell.predictions, dtype=object)[a.index]
+        ref = np.asarray(clean.cell.predictions, dtype=object)[clean.index]
+        out[key] = (pert != ref).astype(np.float64)
+    return out
+
+
+def group_rows(
+    group: Group, counts: FloatArray
+) -> tuple[dict[CellKey, FloatArray], dict[CellKey, FloatArray]]:
+    """Primary score rows of every cell of the group and flip-rate rows of its perturbed cells.
+
+    One matmul of the counts with all cells' components and flip indicators side by side, then each
+    cell's finish on its slice of the summed components; a flip rate is the resampled share of flips."""
+    flips = _flip_indicators(group)
+    blocks = [a.cell.components[a.index].astype(np.float64) for a in group.cells]
+    blocks += [f[:, None] for f in flips.values()]
+    sums = counts @ np.concatenate(blocks, axis=1)
+    scores: dict[CellKey, FloatArray] = {}
     start = 0
     for a in group.cells:
         k = a.cell.components.shape[1]
@@ -109,22 +135,8 @@ def cell_scores(group: Group, counts: FloatArray) -> dict[CellKey, FloatArray]:
             raise MetricError(
                 f"cell {a.cell.key}: finish returned shape {score.shape}, expected ({counts.shape[0]},)"
             )
-        out[a.cell.key] = score
+        scores[a.cell.key] = score
         start += k
-    return out
-
-
-def flip_rates(group: Group, counts: FloatArray) -> dict[CellKey, FloatArray]:
-    """Rows of the share of samples whose prediction differs from the same model's clean prediction,
-    for every perturbed cell that has predictions and a clean cell with predictions."""
-    by_key = {a.cell.key: a for a in group.cells}
     n = len(group.ids)
-    flips: dict[CellKey, FloatArray] = {}
-    for key, a in by_key.items():
-        clean = by_key.get(key.clean_key())
-        if key.is_clean or clean is None or a.cell.predictions is None or clean.cell.predictions is None:
-            continue
-        pert = np.asarray(a.cell.predictions, dtype=object)[a.index]
-        ref = np.asarray(clean.cell.predictions, dtype=object)[clean.index]
-        flips[key] = counts @ (pert != ref).astype(np.float64) / n
-    return flips
+    flip_rows = {key: sums[:, start + j] / n for j, key in enumerate(flips)}
+    return scores, flip_rows

@@ -14,7 +14,7 @@ from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.scoring.axes import efficiency_axis
 from argus_eval.scoring.engine import AXES, ModelRows, expected_datasets, model_rows
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.paired import Group, align, cell_scores, flip_rates, paired_counts
+from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
 from argus_eval.scoring.ranking import RankingComparison, compare_rankings
 from argus_eval.scoring.statistics import pairwise_shares, percentile_interval
 from argus_eval.scoring.types import AxisValue, CellData, CellKey, FloatArray, parse_condition
@@ -206,8 +206,9 @@ def _rows(
     flips: dict[CellKey, FloatArray] = {}
     for g in groups:
         counts = paired_counts(g, resamples, options.seed)
-        scores.update(cell_scores(g, counts))
-        flips.update(flip_rates(g, counts))
+        cell_rows, flip_rows = group_rows(g, counts)
+        scores.update(cell_rows)
+        flips.update(flip_rows)
     expected = expected_datasets(list(scores))
     models = {m: model_rows(m, scores, flips, e_values[m], options, expected) for m in e_values}
     return _Rows(scores, models)
