@@ -59,7 +59,7 @@ class Constraints:
     min_rr: robustness retention floor in (0, 1]; weights: ARGUS weights (P, CDC, RR, E), None for the
     run's own; task: restrict P to one task; label: a name for reports."""
 
-    label: str = "custom"
+    label: str = "the given constraints"
     device: str | None = None
     max_latency_ms: float | None = None
     max_memory_gb: float | None = None

@@ -89,15 +89,20 @@ def _rr(model: ModelView, _figs: DeviceFigures) -> Figure:
     return Figure(value, None, "" if value is not None else reason)
 
 
+def _device_memory(c: Constraints, f: DeviceFigures) -> float | None:
+    """The device memory, unless an explicit --max-memory-gb already is as strict (one miss, said once)."""
+    if f.device_memory_gb is None or (c.max_memory_gb is not None and c.max_memory_gb <= f.device_memory_gb):
+        return None
+    return f.device_memory_gb
+
+
 CHECKS: dict[str, Check] = {
     "latency": Check(
         "--max-latency-ms", "ms", True, lambda c, _f: c.max_latency_ms, lambda _m, f: f.latency_ms
     ),
     "memory": Check("--max-memory-gb", "GB", True, lambda c, _f: c.max_memory_gb, lambda _m, f: f.memory_gb),
     # The device's own memory is an implicit limit: a known footprint above it excludes the model.
-    "device memory": Check(
-        "--device", "GB", True, lambda _c, f: f.device_memory_gb, lambda _m, f: f.memory_gb, required=False
-    ),
+    "device memory": Check("--device", "GB", True, _device_memory, lambda _m, f: f.memory_gb, required=False),
     "RR": Check("--min-rr", "", False, lambda c, _f: c.min_rr, _rr),
 }
 
