@@ -129,7 +129,7 @@ def vcr_samples(
         "qa2r": (f"{question} {answers[a_label]}", rationales, r_label),
         "q2ar": (
             question,
-            [f"{a} Because {r[:1].lower()}{r[1:]}" for a in answers for r in rationales],
+            [f"{a} Because {r}" for a in answers for r in rationales],
             a_label * len(rationales) + r_label,
         ),
     }
