@@ -53,7 +53,7 @@ def test_coco_captions(tmp_path: Path) -> None:
     assert s["img/391895"].metadata["also_true_of"] == [[], []]
     reasons = sorted(r.reason for r in ds.skipped)
     assert reasons == ["image has no captions", "image_id 123 is not in 'images'"]
-    with pytest.raises(DatasetError, match="annotations\\[4\\].*image_id 123"):
+    with pytest.raises(DatasetError, match=r"annotations\[4\].*image_id 123"):
         load(
             tmp_path,
             format="coco",
@@ -182,7 +182,7 @@ def test_visual_genome_regions_and_qa(tmp_path: Path) -> None:
         regions_per_image=3,
     )
     s = by_id(ds)
-    # Largest first: 700x400 street, then the two 182x109 shade regions (one kept: same phrase), then the clock.
+    # Largest first: the 700x400 street, the two 182x109 shade regions (one kept: same phrase), the clock.
     assert s["img/1"].texts == (
         "a busy city street",
         "shade is along the street",
