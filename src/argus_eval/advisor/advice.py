@@ -92,10 +92,11 @@ def _require_efficiency(run: RunView, constraints: Constraints) -> None:
         CHECKS[n].option for n in EFFICIENCY_CHECKS if CHECKS[n].limit(constraints, _NO_FIGS) is not None
     ]
     if asked and all(m.efficiency is None for m in run.models.values()):
+        options = " and ".join(asked)
         raise ResultsError(
-            f"results.json has no efficiency figures (field 'efficiency' is null or absent for every model: "
-            f"{', '.join(run.models)}), but {' and '.join(asked)} need measured latency / peak memory; "
-            "rerun with efficiency profiling enabled, or drop " + " and ".join(asked)
+            "results.json has no efficiency figures (field 'efficiency' is null or absent for every model: "
+            f"{', '.join(run.models)}), but {options} cannot be checked without measured latency / peak "
+            f"memory; rerun with efficiency profiling enabled, or drop {options}"
         )
 
 
