@@ -1,0 +1,172 @@
+"""Any VLM served behind an OpenAI-compatible chat-completions API (vLLM, TGI, llama.cpp, hosted APIs).
+
+Spec: ``api:http://host:port/v1#model-name``. GENERATE only: the task writes the prompt (including
+any lettered-choice wording); the adapter sends it with the image as a base64 PNG data URL, greedy
+(temperature 0). Options: concurrency (8), timeout_s (60), max_retries (3), backoff_s (0.5),
+api_key_env ("OPENAI_API_KEY"), extra_body (dict merged into every request, e.g. vLLM sampling
+fields). The API key is read from the environment at each request, never stored, logged or shown.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import numpy as np
+from PIL import Image
+
+from argus_eval.data.images import ImageArray
+from argus_eval.errors import ModelCallError, ModelLoadError
+from argus_eval.models.protocols import GENERATE, ModelInfo
+from argus_eval.models.spec import ModelConfig
+
+RETRY_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+
+
+def png_data_url(image: ImageArray) -> str:
+    """A uint8 HxWx3 array as a data:image/png;base64 URL (lossless, so perturbations survive)."""
+    buf = io.BytesIO()
+    Image.fromarray(np.asarray(image, dtype=np.uint8), mode="RGB").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class OpenAICompatibleModel:
+    """GENERATE through POST {url}/chat/completions, bounded concurrency, retries with backoff."""
+
+    def __init__(self, cfg: ModelConfig, target: str, fingerprint: str) -> None:
+        url, sep, model_name = target.partition("#")
+        if not sep or not model_name or not url.startswith(("http://", "https://")):
+            raise ModelLoadError(
+                f"model {cfg.spec!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME"
+            )
+        opts = cfg.options
+        self.base_url = url.rstrip("/")
+        self.endpoint = f"{self.base_url}/chat/completions"
+        self.model_name = model_name
+        self.concurrency = max(1, int(opts.get("concurrency", 8)))
+        self.timeout_s = float(opts.get("timeout_s", 60.0))
+        self.max_retries = max(0, int(opts.get("max_retries", 3)))
+        self.backoff_s = float(opts.get("backoff_s", 0.5))
+        self._key_env = str(opts.get("api_key_env", "OPENAI_API_KEY"))
+        self.extra_body: dict[str, Any] = dict(opts.get("extra_body", {}))
+        self.max_new_tokens_cap = cfg.max_new_tokens
+        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s))
+        self.forward_calls = 0
+        self.last_usage: list[dict[str, Any]] = []  # one dict per request of the latest generate()
+        self.usage_total: dict[str, float] = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
+        self.info = ModelInfo(
+            name=cfg.name,
+            spec=cfg.spec,
+            fingerprint=fingerprint,
+            capabilities=frozenset({GENERATE}),
+            family="openai-compatible-api",
+            dtype="remote",
+            device="remote",
+            extra={"url": self.base_url, "model": model_name},
+        )
+
+    def __repr__(self) -> str:
+        name, url, model = self.info.name, self.base_url, self.model_name
+        return f"OpenAICompatibleModel(name={name!r}, url={url!r}, model={model!r})"
+
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self._key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _redact(self, text: str) -> str:
+        key = os.environ.get(self._key_env)
+        return text.replace(key, "***") if key else text
+
+    def _fail(self, cause: str) -> ModelCallError:
+        return ModelCallError(
+            self._redact(f"model {self.info.name!r} ({self.model_name} at {self.base_url}): {cause}")
+        )
+
+    def _body(self, image: ImageArray, prompt: str, max_new_tokens: int) -> dict[str, Any]:
+        content = [
+            {"type": "image_url", "image_url": {"url": png_data_url(image)}},
+            {"type": "text", "text": prompt},
+        ]
+        return {
+            "model": self.model_name,
+            "messages": [{"role": "user", "content": content}],
+            "max_tokens": max_new_tokens,
+            "temperature": 0.0,
+            **self.extra_body,
+        }
+
+    def _parse(self, response: httpx.Response) -> tuple[str, dict[str, Any]]:
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._fail(
+                f"malformed JSON body (HTTP {response.status_code}): {response.text[:120]!r}"
+            ) from None
+        try:
+            content = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise self._fail(f"response has no choices[0].message.content: {str(data)[:120]!r}") from None
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if not isinstance(content, str):
+            raise self._fail(f"message content is {type(content).__name__}, not text")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return content.strip(), dict(usage or {})
+
+    def _post(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        cause = "no attempt made"
+        start = time.perf_counter()
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                r = self._client.post(self.endpoint, json=body, headers=self._headers())
+            except httpx.TimeoutException:
+                cause = f"timed out after {self.timeout_s:g} s"
+                continue
+            except httpx.TransportError as e:
+                cause = f"connection failed ({type(e).__name__})"
+                continue
+            if r.status_code in RETRY_STATUS:
+                cause = f"HTTP {r.status_code}: {r.text[:120]!r}"
+                continue
+            if r.status_code >= 400:
+                raise self._fail(f"HTTP {r.status_code}: {r.text[:200]!r}")
+            text, usage = self._parse(r)
+            usage.update({"latency_s": time.perf_counter() - start, "attempts": attempt + 1})
+            return text, usage
+        raise self._fail(f"{cause} ({self.max_retries + 1} attempts)")
+
+    def generate(
+        self, images: Sequence[ImageArray], prompts: Sequence[str], max_new_tokens: int
+    ) -> list[str]:
+        """One chat completion per (image, prompt), at most `concurrency` in flight; order preserved."""
+        if len(images) != len(prompts):
+            raise ModelCallError(
+                f"batched inputs differ in length: {len(images)} images, {len(prompts)} prompts"
+            )
+        if self.max_new_tokens_cap is not None:
+            max_new_tokens = min(max_new_tokens, self.max_new_tokens_cap)
+        bodies = [self._body(im, p, max_new_tokens) for im, p in zip(images, prompts, strict=True)]
+        if not bodies:
+            self.last_usage = []
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies))) as pool:
+            results = list(pool.map(self._post, bodies))
+        self.forward_calls += len(bodies)
+        self.last_usage = [u for _, u in results]
+        for u in self.last_usage:
+            self.usage_total["requests"] += 1
+            for k in ("prompt_tokens", "completion_tokens"):
+                self.usage_total[k] += float(u.get(k, 0) or 0)
+        return [t for t, _ in results]
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
