@@ -158,7 +158,8 @@ def advise(results: Mapping[str, Any], constraints: Constraints) -> Advice:
     notes += _notes(constraints, candidates, w.weights["E"])
     eligible = sorted((c for c in candidates if c.eligible), key=lambda c: (-(c.score or 0.0), c.name))
     with_p = [c for c in candidates if c.p is not None]
-    best = max(with_p, key=lambda c: (c.p or 0.0, c.name)) if with_p else None
+    # highest P; equal P goes to the first name, so the answer does not depend on dict order
+    best = min(with_p, key=lambda c: (-(c.p or 0.0), c.name)) if with_p else None
     ranking = [c.name for c in eligible]
     most_capable = None if best is None else best.name
     if not eligible:
