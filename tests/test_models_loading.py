@@ -118,3 +118,17 @@ def test_presets_listed() -> None:
     }
     assert rows["qwen2.5-vl-3b"]["spec"] == "hf:Qwen/Qwen2.5-VL-3B-Instruct"
     assert "embed" in rows["clip-vit-b32"]["capabilities"]
+
+
+def test_plugin_scheme_dispatch() -> None:
+    from argus_eval.models.loading import SCHEMES
+
+    seen: list[str] = []
+
+    def load(cfg: ModelConfig, target: str) -> object:
+        seen.append(target)
+        return object()
+
+    SCHEMES.register("argus-test-scheme", load)  # type: ignore[arg-type]
+    load_model(_cfg("argus-test-scheme:abc#1"))
+    assert seen == ["abc#1"]
