@@ -20,7 +20,7 @@ from argus_eval.metrics._ngrams import ngram_counts
 from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.cider import cider_d
-from argus_eval.metrics.meteor import MeteorProcess
+from argus_eval.metrics.meteor import MeteorProcess, shared_meteor
 from argus_eval.metrics.rouge import rouge_l
 
 # metric name (pycocoevalcap's key) -> the scorer group that computes it
@@ -146,7 +146,7 @@ def _per_image_metrics(
             corpus["METEOR"], per["METEOR"] = meteor.score(tok.candidates, tok.references)
     finally:
         if meteor is not None:
-            meteor.close()
+            meteor.release()
     if "spice" in groups:
         if spice_corenlp_dir is None:
             skipped["SPICE"] = (
@@ -178,12 +178,12 @@ def score_captions(
     names = _resolve_metrics(metrics)
     groups = {METRIC_GROUPS[m] for m in names}
     _check_inputs(candidates, references)
-    meteor = MeteorProcess() if "meteor" in groups else None
+    meteor = shared_meteor() if "meteor" in groups else None
     try:
         tok = _tokenise(candidates, references)
     except BaseException:
         if meteor is not None:
-            meteor.close()
+            meteor.release()
         raise
     corpus, per, skipped, _ = _per_image_metrics(tok, groups, meteor, spice_corenlp_dir)
     out: dict[str, Any] = {m: corpus[m] for m in names if m in corpus}
@@ -213,12 +213,12 @@ def caption_components(
     names = _resolve_metrics(metrics)
     groups = {METRIC_GROUPS[m] for m in names} - {"spice"}
     _check_inputs(candidates, references)
-    meteor = MeteorProcess() if "meteor" in groups else None
+    meteor = shared_meteor() if "meteor" in groups else None
     try:
         tok = _tokenise(candidates, references)
     except BaseException:
         if meteor is not None:
-            meteor.close()
+            meteor.release()
         raise
     _, per, _, stats = _per_image_metrics(tok, groups, meteor, None)
     comp = np.full((len(tok.keys), len(COMPONENT_NAMES)), np.nan, dtype=np.float64)

@@ -8,6 +8,7 @@ returned too (their mean is *not* the corpus score).
 
 from __future__ import annotations
 
+import atexit
 import subprocess
 import tempfile
 import threading
@@ -22,9 +23,11 @@ from argus_eval.metrics._java import java_executable, pycocoevalcap_file
 
 
 class MeteorProcess:
-    """A running Meteor 1.5 JVM in -stdio mode; score() once, then it exits."""
+    """A running Meteor 1.5 JVM in -stdio mode; score() once, then it exits (unless persistent)."""
 
-    def __init__(self) -> None:
+    def __init__(self, persistent: bool = False) -> None:
+        self.persistent = persistent
+        self._lock = threading.Lock()
         jar = pycocoevalcap_file("meteor/meteor-1.5.jar")
         cmd = [java_executable(), "-jar", "-Xmx2G", str(jar), "-", "-", "-stdio", "-l", "en", "-norm"]
         # cwd is a private temp dir: nothing is ever written into the installed package folder
@@ -48,6 +51,7 @@ class MeteorProcess:
             # pycocoevalcap's Meteor._stat cleaning of the hypothesis
             hyp = cand.replace("|||", "").replace("  ", " ")
             lines.append(" ||| ".join(("SCORE", " ||| ".join(refs), hyp)) + "\n")
+        self._lock.acquire()
         try:
             # a writer thread keeps the pipes from filling up while we read the answers
             writer = threading.Thread(target=_write_all, args=(stdin, "".join(lines).encode()))
@@ -63,9 +67,22 @@ class MeteorProcess:
                 f"METEOR jar gave no usable output ({exc}); check Java has 2 GB heap free "
                 "or drop METEOR from metrics"
             ) from exc
+        except BaseException:
+            self.persistent = False  # a failed exchange leaves the stream out of step: never reuse it
+            raise
         finally:
-            self.close()
+            self._lock.release()
+            if not self.persistent:
+                self.close()
         return corpus, per
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def release(self) -> None:
+        """Close unless this is the shared persistent process (callers' error paths use this)."""
+        if not self.persistent:
+            self.close()
 
     def close(self) -> None:
         """Stop the JVM and remove the temp dir."""
@@ -82,3 +99,21 @@ class MeteorProcess:
 def _write_all(stream: IO[bytes], data: bytes) -> None:
     stream.write(data)
     stream.flush()
+
+
+_SHARED: list[MeteorProcess] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_meteor() -> MeteorProcess:
+    """One persistent METEOR JVM per Python process: its start and paraphrase-table load dominate
+    METEOR's cost, and -stdio mode serves any number of SCORE/EVAL rounds (as pycocoevalcap's does)."""
+    with _SHARED_LOCK:
+        if not _SHARED or not _SHARED[0].alive() or not _SHARED[0].persistent:
+            if _SHARED:
+                _SHARED[0].close()
+                _SHARED.clear()
+            proc = MeteorProcess(persistent=True)
+            _SHARED.append(proc)
+            atexit.register(proc.close)
+        return _SHARED[0]
