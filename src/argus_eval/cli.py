@@ -103,6 +103,20 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory with re
 
 
 @app.command()
+def compare(
+    dir_a: Annotated[Path, typer.Argument(help="The baseline run directory (A).")],
+    dir_b: Annotated[Path, typer.Argument(help="The run to compare against it (B); deltas are B - A.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    resamples: Annotated[int, typer.Option("--resamples", min=0, help="Paired bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
+) -> None:
+    """Differences between two runs per model and axis and per common cell, with paired intervals."""
+    from argus_eval.commands.compare_cmd import compare_command
+
+    compare_command(dir_a, dir_b, console, as_json=as_json, resamples=resamples, seed=seed)
+
+
+@app.command()
 def recommend(
     run_dir: Annotated[Path, typer.Argument(help="A run directory with results.json.")],
     device: Annotated[str | None, typer.Option("--device", help="Device profile name.")] = None,
@@ -129,6 +143,28 @@ def recommend(
     )
     if code:
         raise typer.Exit(code)
+
+
+@zoo_app.command("list")
+def zoo_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show the zoo: family, capabilities, parameters, size and hash of each checkpoint."""
+    from argus_eval.commands.zoo_cmd import list_zoo
+
+    list_zoo(console, as_json)
+
+
+@zoo_app.command("train")
+def zoo_train(
+    name: Annotated[str | None, typer.Argument(help="Zoo model to train (default: all, in order).")] = None,
+    seconds: Annotated[
+        float | None, typer.Option("--seconds", help="Wall-clock budget instead of the recipe's steps.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the recipe's).")] = None,
+) -> None:
+    """Rebuild zoo checkpoints from their recipes (ShapesWorld, CPU), evaluate them, update the manifest."""
+    from argus_eval.commands.zoo_cmd import train_zoo
+
+    train_zoo(name, seconds, seed, console)
 
 
 def main() -> None:

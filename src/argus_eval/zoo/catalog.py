@@ -1,13 +1,21 @@
-"""What the zoo holds: checkpoints shipped in the package, described by zoo/manifest.json."""
+"""What the zoo holds: checkpoints shipped in the package, described by zoo/manifest.json.
+
+The manifest records, per model, its family, capabilities, the sha256 of every checkpoint file, how
+it was trained and what it scored on held-out data. verify_checkpoint checks a directory against it.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from argus_eval.errors import CheckpointError
+
 ZOO_DIR = Path(__file__).resolve().parent
 MANIFEST = ZOO_DIR / "manifest.json"
+CHECKPOINTS = ZOO_DIR / "checkpoints"
 
 
 def read_manifest() -> dict[str, Any]:
@@ -18,11 +26,79 @@ def read_manifest() -> dict[str, Any]:
     return data
 
 
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def checkpoint_files(d: Path) -> dict[str, str]:
+    """{relative posix path: sha256} of every file in a checkpoint directory (hidden files excluded)."""
+    out: dict[str, str] = {}
+    for p in sorted(d.rglob("*")):
+        rel = p.relative_to(d)
+        if p.is_file() and not any(part.startswith(".") for part in rel.parts):
+            out[rel.as_posix()] = sha256_file(p)
+    return out
+
+
+def _retrain_hint(name: str) -> str:
+    return f"run `argus zoo train {name}` to rebuild it"
+
+
+def verify_checkpoint(name: str, root: Path | None = None) -> Path:
+    """The checkpoint directory of zoo model `name`, after checking every file against the manifest.
+
+    Raises CheckpointError naming the model and the missing or tampered file, with the
+    command that rebuilds it.
+    """
+    entry = read_manifest().get("models", {}).get(name)
+    if entry is None:
+        known = ", ".join(sorted(read_manifest().get("models", {}))) or "none"
+        raise CheckpointError(f"zoo model {name!r} is not in {MANIFEST} (zoo models: {known})")
+    d = (root or CHECKPOINTS) / name
+    if not d.is_dir():
+        raise CheckpointError(
+            f"zoo model {name!r}: checkpoint directory {d} is missing; {_retrain_hint(name)}"
+        )
+    for rel, expected in sorted(entry.get("files", {}).items()):
+        f = d / rel
+        if not f.is_file():
+            raise CheckpointError(f"zoo model {name!r}: file {f} is missing; {_retrain_hint(name)}")
+        if sha256_file(f) != expected:
+            raise CheckpointError(
+                f"zoo model {name!r}: file {f} does not match its manifest sha256 (modified or corrupt); "
+                f"{_retrain_hint(name)}"
+            )
+    return d
+
+
+def write_entry(name: str, entry: dict[str, Any]) -> None:
+    """Insert or replace one model's manifest entry (other models' entries are kept)."""
+    data = read_manifest() or {"models": {}}
+    data.setdefault("models", {})[name] = entry
+    MANIFEST.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def dir_size(d: Path) -> int:
+    """Total bytes of the files in a directory tree."""
+    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+
+
 def describe_zoo() -> list[dict[str, Any]]:
-    """One row per zoo model for `argus models`."""
+    """One row per zoo model for `argus models` and `argus zoo list`."""
     rows = []
     for name, entry in sorted(read_manifest().get("models", {}).items()):
-        rows.append({"name": f"zoo:{name}", "spec": f"zoo:{name}", "family": entry.get("family", "?"),
-                     "capabilities": sorted(entry.get("capabilities", [])),
-                     "note": entry.get("note", "built-in tiny model trained on ShapesWorld")})
+        rows.append(
+            {
+                "name": f"zoo:{name}",
+                "spec": f"zoo:{name}",
+                "family": entry.get("family", "?"),
+                "capabilities": sorted(entry.get("capabilities", [])),
+                "note": entry.get("note", "built-in tiny model trained on ShapesWorld"),
+            }
+        )
     return rows

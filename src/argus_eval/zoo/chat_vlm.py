@@ -1,0 +1,256 @@
+"""Shared training of the zoo's generative VLMs (Gemma-3, Qwen2.5-VL): chat data, masking, phases.
+
+Each example is rendered exactly as the framework's VLM adapter renders a request: the processor's chat
+template around [image, task prompt], then the target and the end-of-turn token. The prompts are the
+tasks' defaults (captioning and reasoning), so the default run asks what the model was trained on.
+Loss is averaged per sample, so one-word answers weigh as much as 20-word captions (pitfall 11).
+
+Two phases: captions only first (caption training grounds the vision tower, zoo-notes), then a mix of
+captions and questions with the zero-hop questions oversampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from argus_eval.models.hf_common import to_pil
+from argus_eval.models.protocols import Generator, Model
+from argus_eval.zoo import evaluate as ev
+from argus_eval.zoo.data import SplitData, load_split
+from argus_eval.zoo.loop import Schedule, param_groups, run_phase, seed_everything
+from argus_eval.zoo.qa_mix import QuestionSampler
+from argus_eval.zoo.recipes import Log, Trained
+
+
+def task_prompts() -> tuple[str, str]:
+    """(captioning prompt, reasoning prompt template) exactly as the default tasks send them."""
+    from argus_eval.tasks.captioning import CaptioningOptions
+    from argus_eval.tasks.reasoning import ReasoningOptions
+
+    return CaptioningOptions().prompt, ReasoningOptions().prompt
+
+
+@dataclass(frozen=True)
+class ChatFamily:
+    """What differs between chat VLM families: how to build (model, processor), the turn tokens."""
+
+    build: Callable[[list[str]], tuple[Any, Any]]  # vocabulary words -> (model, processor)
+    turn_start: str  # the token that opens every turn (masking keeps what follows the last one's role)
+    turn_end: str  # appended to every target; generation stops on it
+
+
+@dataclass(frozen=True)
+class ChatRecipe:
+    """Data and schedule of one chat VLM."""
+
+    domains: tuple[str, ...]
+    images_per_domain: int
+    caption_phase: Schedule
+    mixed_phase: Schedule
+    batch: int
+    caption_share: float  # captions in the mixed phase
+    easy_share: float  # zero-hop questions among the mixed phase's questions
+    vision_lr_scale: float
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Training images of all the recipe's domains, with captions and questions re-indexed onto them."""
+
+    images: NDArray[np.uint8]
+    captions: list[tuple[str, ...]]
+    split: SplitData  # questions with image_index into images
+
+    @staticmethod
+    def of(domains: Sequence[str], n: int) -> Pool:
+        splits = [load_split(d, "train", n) for d in domains]
+        questions: list[dict[str, Any]] = []
+        offset = 0
+        for s in splits:
+            questions.extend({**q, "image_index": q["image_index"] + offset} for q in s.questions)
+            offset += len(s.images)
+        images = np.concatenate([s.images for s in splits])
+        captions = [c for s in splits for c in s.captions]
+        merged = SplitData("+".join(domains), "train", images, tuple(captions), tuple(questions))
+        return Pool(images, captions, merged)
+
+
+class Encoder:
+    """Turns (image, prompt, target) triples into a right-padded batch with prompt-masked labels."""
+
+    def __init__(self, processor: Any, family: ChatFamily) -> None:
+        self.processor = processor
+        tok = processor.tokenizer
+        self.start_id = tok.convert_tokens_to_ids(family.turn_start)
+        self.pad_id = tok.pad_token_id
+        self.turn_end = family.turn_end
+
+    def chat(self, prompt: str) -> str:
+        """The adapter's rendering of a user turn [image, prompt] plus the generation prompt."""
+        msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
+        text: str = self.processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        return text
+
+    def batch(
+        self, images: Sequence[NDArray[np.uint8]], prompts: Sequence[str], targets: Sequence[str]
+    ) -> dict[str, Any]:
+        texts = [self.chat(p) + t + self.turn_end for p, t in zip(prompts, targets, strict=True)]
+        self.processor.tokenizer.padding_side = "right"  # real tokens start at position 0, pads follow
+        enc = dict(
+            self.processor(
+                text=texts,
+                images=[[im] for im in to_pil(images)],
+                padding=True,
+                add_special_tokens=False,
+                return_tensors="pt",
+            )
+        )
+        self.processor.tokenizer.padding_side = "left"
+        ids = enc["input_ids"]
+        labels = ids.clone()
+        for r in range(ids.shape[0]):
+            starts = (ids[r] == self.start_id).nonzero()
+            labels[r, : int(starts[-1]) + 2] = -100  # the last turn start and its role token
+        labels[enc["attention_mask"] == 0] = -100
+        enc["labels"] = labels
+        return enc
+
+
+def per_sample_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy averaged within each sample, then over samples."""
+    lg, lb = logits[:, :-1].float(), labels[:, 1:]
+    tok = torch.nn.functional.cross_entropy(
+        lg.reshape(-1, lg.shape[-1]), lb.reshape(-1), ignore_index=-100, reduction="none"
+    ).view(lb.shape)
+    keep = (lb != -100).float()
+    return ((tok * keep).sum(1) / keep.sum(1).clamp(min=1)).mean()
+
+
+def prompt_words() -> list[str]:
+    """The words of the task prompts, which the chat vocabularies must hold."""
+    cap, qa = task_prompts()
+    return [cap, qa.format(question="")]
+
+
+def train_chat(
+    family: ChatFamily,
+    recipe: ChatRecipe,
+    out_dir: Path,
+    seed: int,
+    seconds: float | None,
+    log: Log,
+    words: list[str],
+) -> Trained:
+    """Both phases; saves model and processor (with chat template) into out_dir."""
+    gen = seed_everything(seed)
+    pool = Pool.of(recipe.domains, recipe.images_per_domain)
+    model, processor = family.build(words)
+    enc = Encoder(processor, family)
+    cap_prompt, qa_prompt = task_prompts()
+    sampler = QuestionSampler(pool.split, recipe.easy_share)
+    groups = param_groups(model, lambda n: recipe.vision_lr_scale if "visual" in n or "vision" in n else 1.0)
+
+    def captions(size: int, g: torch.Generator) -> tuple[list[Any], list[str], list[str]]:
+        idx = torch.randint(0, len(pool.images), (size,), generator=g).tolist()
+        pick = torch.randint(0, len(pool.captions[0]), (size,), generator=g).tolist()
+        return (
+            [pool.images[i] for i in idx],
+            [cap_prompt] * size,
+            [pool.captions[i][j] for i, j in zip(idx, pick, strict=True)],
+        )
+
+    def questions(size: int, g: torch.Generator) -> tuple[list[Any], list[str], list[str]]:
+        qs = [pool.split.questions[k] for k in sampler.batch(size, g)]
+        return (
+            [pool.images[q["image_index"]] for q in qs],
+            [qa_prompt.format(question=q["question"]) for q in qs],
+            [q["answer"] for q in qs],
+        )
+
+    def loss_of(parts: list[tuple[list[Any], list[str], list[str]]]) -> torch.Tensor:
+        ims = [x for p in parts for x in p[0]]
+        batch = enc.batch(ims, [x for p in parts for x in p[1]], [x for p in parts for x in p[2]])
+        labels = batch.pop("labels")
+        return per_sample_loss(model(**batch).logits, labels)
+
+    def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
+        return loss_of([captions(recipe.batch, g)])
+
+    def mixed_step(i: int, g: torch.Generator) -> torch.Tensor:
+        n_cap = round(recipe.batch * recipe.caption_share)
+        return loss_of([captions(n_cap, g), questions(recipe.batch - n_cap, g)])
+
+    split_s = (
+        None
+        if seconds is None
+        else seconds * recipe.caption_phase.steps / (recipe.caption_phase.steps + recipe.mixed_phase.steps)
+    )
+    log("  phase 1: captions only")
+    p1 = run_phase(model, caption_step, recipe.caption_phase, gen, split_s, log, groups)
+    log("  phase 2: captions + questions")
+    p2 = run_phase(
+        model,
+        mixed_step,
+        recipe.mixed_phase,
+        gen,
+        None if seconds is None else seconds - p1.seconds,
+        log,
+        groups,
+    )
+    model.save_pretrained(out_dir)
+    processor.save_pretrained(out_dir)
+    return Trained(
+        params=sum(p.numel() for p in model.parameters()),
+        steps=p1.steps + p2.steps,
+        seconds=p1.seconds + p2.seconds,
+        config={
+            "batch": recipe.batch,
+            "caption_phase_steps": p1.steps,
+            "mixed_phase_steps": p2.steps,
+            "lr": recipe.mixed_phase.lr,
+            "vision_lr_scale": recipe.vision_lr_scale,
+            "caption_share": recipe.caption_share,
+            "vocab": len(processor.tokenizer),
+            "loss": "per-sample mean next-token CE on the answer/caption and end-of-turn token",
+        },
+        data={
+            "domains": list(recipe.domains),
+            "split": "train",
+            "images": len(pool.images),
+            "captions": sum(len(c) for c in pool.captions),
+            "sampling": sampler.describe(),
+        },
+        losses=p1.losses + p2.losses,
+    )
+
+
+def evaluate_chat(
+    model: Model, log: Log, home: str, train_domains: Sequence[str], n_train: int
+) -> dict[str, Any]:
+    """Captioning and QA (true vs swapped images, baselines) on held-out splits of every domain."""
+    assert isinstance(model, Generator)
+    gen_model = model
+    cap_prompt, qa_prompt = task_prompts()
+
+    def answer(images: Any, qs: Any) -> list[str]:
+        return gen_model.generate(list(images), [qa_prompt.format(question=q) for q in qs], 8)
+
+    log("  question answering")
+    qa = ev.question_answering(answer, Pool.of(train_domains, n_train).split, log)
+    log("  captioning")
+    cap = ev.captioning(gen_model, cap_prompt, log)
+    return {
+        "task": "reasoning+captioning",
+        "home_domain": home,
+        "reasoning": qa,
+        "captioning": cap,
+        "domain_drop_accuracy": ev.domain_drop(qa, home, "accuracy"),
+        "domain_drop_CIDEr": ev.domain_drop(cap, home, "CIDEr"),
+    }

@@ -1,0 +1,81 @@
+"""ShapesWorld splits for zoo training and evaluation, generated in memory and cached per process.
+
+The zoo trains from the generator directly (no files on disk): a split is fully determined by
+(domain, split, n_images, seed, questions_per_image), so a checkpoint is reproducible from its recipe.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from argus_eval.data.shapesworld.generate import generate
+from argus_eval.data.shapesworld.program import question_type
+
+DOMAIN_NAMES: tuple[str, ...] = ("studio", "clutter", "palette")
+DATA_SEED = 0  # base seed of every zoo split; train and test differ through the split name
+TEST_IMAGES = 300  # held-out images per domain used for the manifest's eval figures
+
+
+@dataclass(frozen=True)
+class SplitData:
+    """One generated split: native-resolution images, 5 captions per image, questions with answers."""
+
+    domain: str
+    split: str
+    images: NDArray[np.uint8]  # (n, H, W, 3)
+    captions: tuple[tuple[str, ...], ...]
+    questions: tuple[dict[str, Any], ...]  # CLEVR question records plus "qtype"
+
+    def counts(self) -> dict[str, int]:
+        """Sizes for the manifest."""
+        return {
+            "images": len(self.images),
+            "captions": sum(len(c) for c in self.captions),
+            "questions": len(self.questions),
+        }
+
+
+@lru_cache(maxsize=16)
+def load_split(
+    domain: str, split: str, n_images: int, seed: int = DATA_SEED, questions_per_image: int = 10
+) -> SplitData:
+    """Generate (once per process) a ShapesWorld split in memory."""
+    images: list[NDArray[np.uint8]] = []
+
+    def sink(_name: str, img: Image.Image) -> None:
+        images.append(np.asarray(img.convert("RGB"), dtype=np.uint8))
+
+    g = generate(domain, split, n_images, seed, questions_per_image, sink=sink)
+    questions = tuple({**q, "qtype": question_type(q["program"])} for q in g.questions)
+    return SplitData(
+        domain=domain,
+        split=split,
+        images=np.stack(images),
+        captions=tuple(tuple(c) for c in g.captions),
+        questions=questions,
+    )
+
+
+def test_split(domain: str) -> SplitData:
+    """The held-out split every zoo figure is measured on."""
+    return load_split(domain, "test", TEST_IMAGES)
+
+
+def blind_prior(train: SplitData) -> dict[str, str]:
+    """Most frequent training answer per question type (CLEVR's "blind" baseline)."""
+    by_type: dict[str, Counter[str]] = {}
+    for q in train.questions:
+        by_type.setdefault(q["qtype"], Counter())[q["answer"]] += 1
+    return {t: c.most_common(1)[0][0] for t, c in sorted(by_type.items())}
+
+
+def majority_answer(train: SplitData) -> str:
+    """The most frequent training answer overall."""
+    return Counter(q["answer"] for q in train.questions).most_common(1)[0][0]

@@ -1,0 +1,180 @@
+"""zoo:clip: a tiny CLIPModel trained contrastively (symmetric InfoNCE) on ShapesWorld studio scenes."""
+
+from __future__ import annotations
+
+import string
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from argus_eval.models.hf_common import hf_module
+from argus_eval.models.protocols import EMBED, SCORE_PAIRS, Embedder, Model
+from argus_eval.zoo import evaluate as ev
+from argus_eval.zoo.data import load_split
+from argus_eval.zoo.loop import Schedule, run_phase, seed_everything
+from argus_eval.zoo.recipes import Log, Recipe, Trained
+from argus_eval.zoo.vocab import shapesworld_words
+
+DOMAIN = "studio"
+TRAIN_IMAGES = 2000
+IMAGE = 96
+MAX_TEXT = 64
+ARCH: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "mlp": 256, "projection": 128, "patch": 12}
+SCHEDULE = Schedule(steps=360, lr=2e-3, weight_decay=0.1, warmup=20)
+BATCH = 96
+
+
+def build_tokenizer(words: list[str]) -> Any:
+    """A CLIP BPE whose merges spell every ShapesWorld word as one token."""
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import BPE
+    from tokenizers.trainers import BpeTrainer
+    from transformers import CLIPTokenizer
+
+    specials = ["<|startoftext|>", "<|endoftext|>"]
+    bpe = Tokenizer(BPE(end_of_word_suffix="</w>"))
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    # Every printable character is in the alphabet, so an unseen word is spelled out, never <unk>: CLIP's
+    # unk is its EOS, and the text tower pools at the first EOS.
+    trainer = BpeTrainer(
+        vocab_size=4096,
+        special_tokens=specials,
+        end_of_word_suffix="</w>",
+        show_progress=False,
+        min_frequency=1,
+        initial_alphabet=sorted(set(string.printable) - set(string.whitespace)),
+    )
+    chars = sorted(set(string.printable) - set(string.whitespace))
+    bpe.train_from_iterator([*words, *chars], trainer=trainer)  # chars as words: each gets a "c</w>" token
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab, merges = bpe.model.save(tmp)
+        # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (zoo-notes pitfall 12).
+        return CLIPTokenizer(vocab, merges, model_max_length=MAX_TEXT)
+
+
+def build_model(tok: Any) -> Any:
+    """CLIPModel with the zoo's tiny towers."""
+    tf = hf_module()
+    ids = tok.convert_tokens_to_ids(["<|startoftext|>", "<|endoftext|>"])
+    tower = {
+        "hidden_size": ARCH["hidden"],
+        "intermediate_size": ARCH["mlp"],
+        "num_hidden_layers": ARCH["layers"],
+        "num_attention_heads": ARCH["heads"],
+    }
+    text = {
+        **tower,
+        "vocab_size": len(tok),
+        "max_position_embeddings": MAX_TEXT,
+        "bos_token_id": ids[0],
+        "eos_token_id": ids[1],
+        "pad_token_id": ids[1],
+    }
+    vision = {**tower, "image_size": IMAGE, "patch_size": ARCH["patch"]}
+    cfg = tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=ARCH["projection"])
+    return tf.CLIPModel(cfg)
+
+
+def build_processor(tok: Any) -> Any:
+    """Squash the 160x120 scene to IMAGE^2 (no centre crop, so no object is cut off)."""
+    tf = hf_module()
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    improc = CLIPImageProcessorPil(size={"height": IMAGE, "width": IMAGE}, do_center_crop=False)
+    return tf.CLIPProcessor(image_processor=improc, tokenizer=tok)
+
+
+def train(
+    out_dir: Path,
+    seed: int,
+    seconds: float | None,
+    log: Log,
+    steps: int | None = None,
+    n_images: int = TRAIN_IMAGES,
+) -> Trained:
+    """Train and save zoo:clip into out_dir."""
+    gen = seed_everything(seed)
+    split = load_split(DOMAIN, "train", n_images)
+    tok = build_tokenizer(shapesworld_words())
+    processor = build_processor(tok)
+    model = build_model(tok)
+    pixels = processor(images=[*map(_pil, split.images)], return_tensors="pt")["pixel_values"]
+    n_caps = len(split.captions[0])
+    flat = [c for caps in split.captions for c in caps]
+    enc = tok(flat, padding="longest", truncation=True, return_tensors="pt")
+    ids, mask = (
+        enc["input_ids"].view(len(split.captions), n_caps, -1),
+        enc["attention_mask"].view(len(split.captions), n_caps, -1),
+    )
+    order: list[int] = []
+
+    def step(i: int, g: torch.Generator) -> torch.Tensor:
+        nonlocal order
+        if len(order) < BATCH:  # epochs in a seeded random order
+            order += torch.randperm(len(pixels), generator=g).tolist()
+        idx = torch.tensor(order[:BATCH])
+        order = order[BATCH:]
+        cap = torch.randint(0, n_caps, (len(idx),), generator=g)
+        m = mask[idx, cap]
+        width = int(m.sum(1).max())  # trim the batch to its longest caption: half the text cost
+        out = model(
+            input_ids=ids[idx, cap][:, :width],
+            attention_mask=m[:, :width],
+            pixel_values=pixels[idx],
+            return_loss=True,
+        )
+        loss: torch.Tensor = out.loss
+        return loss
+
+    schedule = SCHEDULE if steps is None else Schedule(steps=steps, lr=SCHEDULE.lr, warmup=min(steps, 20))
+    res = run_phase(model, step, schedule, gen, seconds, log)
+    model.save_pretrained(out_dir)
+    processor.save_pretrained(out_dir)
+    return Trained(
+        params=sum(p.numel() for p in model.parameters()),
+        steps=res.steps,
+        seconds=res.seconds,
+        config={
+            **ARCH,
+            "image": IMAGE,
+            "vocab": len(tok),
+            "batch": BATCH,
+            "lr": SCHEDULE.lr,
+            "loss": "symmetric InfoNCE, learnable temperature",
+        },
+        data={"domain": DOMAIN, "split": "train", **split.counts()},
+        losses=res.losses,
+    )
+
+
+def _pil(a: Any) -> Any:
+    from PIL import Image
+
+    return Image.fromarray(a, mode="RGB")
+
+
+def evaluate(model: Model, log: Log) -> dict[str, Any]:
+    """Retrieval on held-out test images of every domain; drop of mean R@5 off the studio domain."""
+    assert isinstance(model, Embedder)
+    per = ev.retrieval(model, log)
+    for row in per.values():
+        row["mean_R@5"] = round((row["i2t_R@5"] + row["t2i_R@5"]) / 2, 4)
+    return {
+        "task": "retrieval",
+        "home_domain": DOMAIN,
+        "domains": per,
+        "domain_drop_mean_R@5": ev.domain_drop(per, DOMAIN, "mean_R@5"),
+    }
+
+
+RECIPE = Recipe(
+    name="clip",
+    family="clip",
+    capabilities=(EMBED, SCORE_PAIRS),
+    seed=1,
+    note="tiny CLIP dual encoder, contrastive on ShapesWorld studio; retrieval",
+    train=train,
+    evaluate=evaluate,
+)

@@ -1,0 +1,151 @@
+"""zoo:qwen2_5_vl: the larger chat VLM (Qwen2_5_VLForConditionalGeneration), studio scenes only.
+
+More image tokens (36) and a deeper text model than zoo:gemma3, trained only on the studio domain:
+it should be the stronger model at home and lose more on the shifted domains.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from argus_eval.models.compat import ensure_qwen_processor_compat
+from argus_eval.models.hf_common import hf_module
+from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS, Model
+from argus_eval.zoo.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
+from argus_eval.zoo.loop import Schedule
+from argus_eval.zoo.recipes import Log, Recipe, Trained
+from argus_eval.zoo.vocab import shapesworld_words, word_level
+
+IMAGE, PATCH, MERGE = 96, 8, 2  # 12x12 patches merged 2x2 -> 36 image tokens; 96 is a multiple of 16
+TEXT: dict[str, int] = {"hidden": 128, "layers": 3, "heads": 4, "kv_heads": 2, "mlp": 256}
+VISION: dict[str, int] = {"hidden": 64, "depth": 2, "heads": 4, "mlp": 128}
+SPECIALS = [
+    "<|endoftext|>",
+    "<unk>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "user",
+    "assistant",
+    "system",
+]
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+RECIPE_DATA = ChatRecipe(
+    domains=("studio",),
+    images_per_domain=2000,
+    caption_phase=Schedule(steps=120, lr=2e-3, warmup=20),
+    mixed_phase=Schedule(steps=280, lr=2e-3, warmup=10),
+    batch=32,
+    caption_share=0.3,
+    easy_share=0.6,
+    vision_lr_scale=2.0,
+)
+
+
+def build(words: list[str]) -> tuple[Any, Any]:
+    """Qwen2_5_VLForConditionalGeneration and its processor (word-level tokenizer, chat template)."""
+    tf = hf_module()
+    ensure_qwen_processor_compat()
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    tok = tf.PreTrainedTokenizerFast(
+        tokenizer_object=word_level(SPECIALS, words),
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="<unk>",
+        padding_side="left",
+        model_max_length=256,
+    )
+    ids = {s: tok.convert_tokens_to_ids(s) for s in SPECIALS}
+    head_dim = TEXT["hidden"] // TEXT["heads"]
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": TEXT["hidden"],
+        "intermediate_size": TEXT["mlp"],
+        "num_hidden_layers": TEXT["layers"],
+        "num_attention_heads": TEXT["heads"],
+        "num_key_value_heads": TEXT["kv_heads"],
+        "max_position_embeddings": 256,
+        # mrope sections must sum to head_dim / 2 (zoo-notes pitfall 4).
+        "rope_scaling": {"type": "mrope", "mrope_section": _mrope(head_dim // 2), "rope_theta": 10000.0},
+        "tie_word_embeddings": True,
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
+    vision = {
+        "depth": VISION["depth"],
+        "hidden_size": VISION["hidden"],
+        "intermediate_size": VISION["mlp"],
+        "num_heads": VISION["heads"],
+        "patch_size": PATCH,
+        "spatial_merge_size": MERGE,
+        "temporal_patch_size": 2,
+        "window_size": IMAGE,
+        "fullatt_block_indexes": [VISION["depth"] - 1],
+        "out_hidden_size": TEXT["hidden"],
+    }
+    cfg = tf.Qwen2_5_VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    model = tf.Qwen2_5_VLForConditionalGeneration(cfg)
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.do_sample = False
+    # Sizes are pixel counts (min/max pixels), not edges (zoo-notes pitfall 3).
+    improc = Qwen2VLImageProcessorPil(
+        size={"shortest_edge": IMAGE * IMAGE, "longest_edge": IMAGE * IMAGE},
+        patch_size=PATCH,
+        temporal_patch_size=2,
+        merge_size=MERGE,
+    )
+    processor = tf.Qwen2_5_VLProcessor(image_processor=improc, tokenizer=tok, chat_template=TEMPLATE)
+    return model, processor
+
+
+def _mrope(half: int) -> list[int]:
+    """Temporal/height/width sections summing to half the head dimension (e.g. 16 -> [6, 5, 5])."""
+    third = half // 3
+    return [half - 2 * third, third, third]
+
+
+FAMILY = ChatFamily(build=build, turn_start="<|im_start|>", turn_end="<|im_end|>")
+
+
+def train(out_dir: Path, seed: int, seconds: float | None, log: Log) -> Trained:
+    """Train and save zoo:qwen2_5_vl into out_dir."""
+    trained = train_chat(FAMILY, RECIPE_DATA, out_dir, seed, seconds, log, shapesworld_words(prompt_words()))
+    trained.config.update({"text": TEXT, "vision": VISION, "image": IMAGE, "patch": PATCH, "merge": MERGE})
+    return trained
+
+
+def evaluate(model: Model, log: Log) -> dict[str, Any]:
+    """QA and captioning on held-out data of every domain (it trained on studio only)."""
+    return evaluate_chat(model, log, "studio", RECIPE_DATA.domains, RECIPE_DATA.images_per_domain)
+
+
+RECIPE = Recipe(
+    name="qwen2_5_vl",
+    family="qwen2_5_vl",
+    capabilities=(GENERATE, CHOOSE, SCORE_PAIRS),
+    seed=5,
+    note="larger Qwen2.5-VL chat VLM trained on ShapesWorld studio only (captions, then captions + QA)",
+    train=train,
+    evaluate=evaluate,
+)

@@ -1,0 +1,87 @@
+"""The shipped zoo: every checkpoint matches its manifest, loads through its adapter, and tampering is caught."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from argus_eval.errors import CheckpointError
+from argus_eval.zoo import catalog
+from argus_eval.zoo.recipes import ORDER, RECIPES
+
+MODELS = sorted(catalog.read_manifest().get("models", {}))
+
+
+def test_manifest_names_are_recipes() -> None:
+    assert MODELS, "no zoo model ships in the manifest"
+    for name in MODELS:
+        assert name in ORDER
+        assert RECIPES.get(name).family == catalog.read_manifest()["models"][name]["family"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_checkpoint_matches_manifest_and_loads(name: str) -> None:
+    from argus_eval.models.loading import load_model
+    from argus_eval.models.spec import ModelConfig
+
+    entry = catalog.read_manifest()["models"][name]
+    d = catalog.verify_checkpoint(name)
+    assert set(catalog.checkpoint_files(d)) == set(entry["files"])
+    assert any(p.endswith(".safetensors") for p in entry["files"])
+    model = load_model(ModelConfig(name=name, spec=f"zoo:{name}", device="cpu"))
+    try:
+        assert model.info.capabilities == frozenset(entry["capabilities"])
+        assert model.info.params == entry["params"]
+    finally:
+        model.close()
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    src = catalog.CHECKPOINTS / name
+    shutil.copytree(src, tmp_path / name)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("name", MODELS[:1])
+def test_tampered_file_is_named(name: str, tmp_path: Path) -> None:
+    d = _copy(name, tmp_path)
+    target = d / "config.json"
+    cfg = json.loads(target.read_text())
+    cfg["argus_tampered"] = True
+    target.write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError) as e:
+        catalog.verify_checkpoint(name, root=tmp_path)
+    assert str(target) in str(e.value)
+    assert f"argus zoo train {name}" in str(e.value)
+
+
+@pytest.mark.parametrize("name", MODELS[:1])
+def test_missing_file_is_named(name: str, tmp_path: Path) -> None:
+    d = _copy(name, tmp_path)
+    weights = next(d.glob("*.safetensors"))
+    weights.unlink()
+    with pytest.raises(CheckpointError, match=weights.name):
+        catalog.verify_checkpoint(name, root=tmp_path)
+
+
+def test_missing_directory_and_unknown_name(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="argus zoo train"):
+        catalog.verify_checkpoint(MODELS[0], root=tmp_path)
+    with pytest.raises(CheckpointError, match="not in"):
+        catalog.verify_checkpoint("no-such-model")
+
+
+def test_write_entry_keeps_other_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = tmp_path / "manifest.json"
+    monkeypatch.setattr(catalog, "MANIFEST", manifest)
+    catalog.write_entry("a", {"family": "clip"})
+    catalog.write_entry("b", {"family": "blip"})
+    catalog.write_entry("a", {"family": "clip", "note": "again"})
+    data = json.loads(manifest.read_text())
+    assert data["models"] == {"a": {"family": "clip", "note": "again"}, "b": {"family": "blip"}}

@@ -1,0 +1,81 @@
+"""Zoo training pieces: seeded determinism, the schedule, question oversampling, tokenizers, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from argus_eval.zoo.data import load_split
+from argus_eval.zoo.loop import Schedule
+from argus_eval.zoo.qa_mix import QuestionSampler, is_zero_hop
+
+
+def _weights(d: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(next(d.glob("*.safetensors"))))
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def test_one_clip_step_is_deterministic_from_seed(tmp_path: Path) -> None:
+    from argus_eval.zoo.train_clip import train
+
+    runs = {}
+    for tag, seed in (("a", 7), ("b", 7), ("c", 8)):
+        train(tmp_path / tag, seed, None, _quiet, steps=1, n_images=12)
+        runs[tag] = _weights(tmp_path / tag)
+    assert runs["a"].keys() == runs["c"].keys()
+    assert all(torch.equal(runs["a"][k], runs["b"][k]) for k in runs["a"])
+    assert not all(torch.equal(runs["a"][k], runs["c"][k]) for k in runs["a"])
+
+
+def test_schedule_warms_up_then_decays_to_its_floor() -> None:
+    s = Schedule(steps=100, lr=1.0, warmup=10, final_lr_fraction=0.05)
+    assert s.lr_at(0, 100) == pytest.approx(1 / 10)
+    assert s.lr_at(9, 100) == pytest.approx(1.0)
+    assert s.lr_at(100, 100) == pytest.approx(0.05)
+    lrs = [s.lr_at(i, 100) for i in range(10, 101)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False))
+
+
+def test_question_sampler_oversamples_zero_hop_deterministically() -> None:
+    split = load_split("studio", "train", 12)
+    sampler = QuestionSampler(split, easy_share=0.75)
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    b1, b2 = sampler.batch(16, g1), sampler.batch(16, g2)
+    assert b1 == b2
+    assert all(is_zero_hop(split.questions[i]) for i in b1[:12])
+    assert len(b1) == 16
+
+
+def test_word_level_tokenizer_covers_test_texts() -> None:
+    from argus_eval.zoo.data import test_split
+    from argus_eval.zoo.vocab import shapesworld_words, word_level
+
+    tok = word_level(["<pad>", "<unk>"], shapesworld_words())
+    unk = tok.token_to_id("<unk>")
+    split = test_split("clutter")
+    texts = [c for caps in split.captions[:50] for c in caps] + [q["question"] for q in split.questions[:300]]
+    assert all(unk not in tok.encode(t).ids for t in texts)
+
+
+def test_zoo_list_json_matches_manifest() -> None:
+    from typer.testing import CliRunner
+
+    from argus_eval.cli import app
+    from argus_eval.zoo.catalog import read_manifest
+
+    res = CliRunner().invoke(app, ["zoo", "list", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert [r["name"] for r in rows] == sorted(read_manifest().get("models", {}))
+    assert all(r["present"] for r in rows)
