@@ -21,7 +21,11 @@ from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 
-HOSTILE_PREDICTION = "<script>alert(1)</script><img src=x onerror=alert(2)></script><!-- x"
+# If any of these ran in a browser it would mark <body data-pwned>; the browser test checks it never does.
+HOSTILE_PREDICTION = (
+    "<script>alert(1);document.body.setAttribute('data-pwned','script')</script>"
+    "<img src=x onerror=\"alert(2);document.body.setAttribute('data-pwned','img')\"></script><!-- x"
+)
 HOSTILE_MODEL = "evil<img src=x onerror=alert(3)>"
 
 # task -> datasets, and which conditions each task runs (captioning takes image conditions only).

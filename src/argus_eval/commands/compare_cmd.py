@@ -1,0 +1,81 @@
+"""`argus compare DIR_A DIR_B`: what changed between two runs (B - A), for regression checks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def _f(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "undefined"
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+def _iv(iv: list[float] | None, signed: bool = False) -> str:
+    if not iv or iv[0] is None or iv[1] is None:
+        return ""
+    return f"[{_f(iv[0], signed)}, {_f(iv[1], signed)}]"
+
+
+def compare_command(
+    dir_a: Path, dir_b: Path, console: Console, as_json: bool = False, resamples: int = 1000, seed: int = 0
+) -> None:
+    """Print the comparison as tables (or JSON with --json)."""
+    from argus_eval.report.compare import compare_runs
+
+    cmp = compare_runs(dir_a, dir_b, resamples=resamples, seed=seed)
+    if as_json:
+        sys.stdout.write(json.dumps(cmp.to_json(), indent=1, sort_keys=True) + "\n")
+        return
+    console.print(Text(f"A: {dir_a}\nB: {dir_b}\ndeltas are B - A"))
+    axes = Table(title="Axes per model")
+    for h in ("model", "axis", "A [interval]", "B [interval]", "delta"):
+        axes.add_column(h)
+    for d in cmp.axes:
+        why = " / ".join(w for w in (d.a_undefined, d.b_undefined) if w)
+        axes.add_row(
+            Text(d.model),
+            d.axis,
+            f"{_f(d.a)} {_iv(d.a_interval)}".strip(),
+            f"{_f(d.b)} {_iv(d.b_interval)}".strip(),
+            _f(d.delta, True) + (f" ({why})" if why and d.delta is None else ""),
+        )
+    console.print(axes)
+    if cmp.cells:
+        cells = Table(title="Common cells (* paired interval excludes 0)")
+        for h in ("model", "task", "dataset", "condition", "A", "B", "delta", "paired delta", "n"):
+            cells.add_column(h)
+        for c in cmp.cells:
+            paired = (
+                f"{_f(c.mean_delta, True)} {_iv(c.interval, True)}{' *' if c.significant else ''}"
+                if c.mean_delta is not None
+                else (c.note or "")
+            )
+            cells.add_row(
+                Text(c.model),
+                Text(c.task),
+                Text(c.dataset),
+                Text(c.condition),
+                _f(c.a),
+                _f(c.b),
+                _f(c.delta, True),
+                paired,
+                str(c.common_samples),
+            )
+        console.print(cells)
+    if cmp.only_a_models or cmp.only_b_models:
+        console.print(
+            Text(
+                f"only in A: {', '.join(cmp.only_a_models) or 'none'}; "
+                f"only in B: {', '.join(cmp.only_b_models) or 'none'}"
+            )
+        )
+    console.print(Text(f"cells only in A: {cmp.only_a_cells}; only in B: {cmp.only_b_cells}"))
+    for n in cmp.notes:
+        console.print(Text(n))
