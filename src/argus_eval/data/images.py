@@ -18,7 +18,9 @@ def load_image(path: Path, sample_id: str = "?") -> ImageArray:
     try:
         with Image.open(path) as im:
             im.load()
-            return to_rgb_uint8(np.asarray(im) if im.mode in ("RGB", "L", "RGBA") else np.asarray(im.convert("RGB")))
+            return to_rgb_uint8(
+                np.asarray(im) if im.mode in ("RGB", "L", "RGBA") else np.asarray(im.convert("RGB"))
+            )
     except FileNotFoundError:
         raise SampleError(f"sample {sample_id}: image file {path} not found") from None
     except (UnidentifiedImageError, OSError, ValueError) as e:
