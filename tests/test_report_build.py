@@ -233,3 +233,20 @@ def test_broken_samples_line_names_the_line(tmp_path: Path, results: dict[str, A
     )
     with pytest.raises(ResultsError, match=r"samples.jsonl:2"):
         render_html(results, p)
+
+
+def test_cli_report_rebuilds_every_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from argus_eval.cli import app
+
+    d = make_run(tmp_path / "cli", hostile=False)
+    res = CliRunner().invoke(app, ["report", str(d)])
+    assert res.exit_code == 0, res.output
+    for name in ("summary.md", "report.html", "scorecard.csv", "cells.csv"):
+        assert (d / name).exists() and name in res.stdout.replace("\n", "")
+    data = json.loads((d / "results.json").read_text(encoding="utf-8"))
+    data["models"]["clip-tiny"]["RR"] = "0.9"
+    (d / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    res = CliRunner().invoke(app, ["report", str(d)])
+    assert isinstance(res.exception, ResultsError) and "models['clip-tiny'].RR" in str(res.exception)

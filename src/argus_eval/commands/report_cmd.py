@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 
 def report_command(run_dir: Path, console: Console) -> None:
+    """Write summary.md, report.html, scorecard.csv and cells.csv from results.json and samples.jsonl."""
     from argus_eval.report.build import write_reports
 
-    write_reports(run_dir)
-    console.print(f"wrote {run_dir}/summary.md and {run_dir}/report.html")
+    paths = write_reports(run_dir)
+    console.print(Text("wrote " + ", ".join(str(p) for p in paths)))

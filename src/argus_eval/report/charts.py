@@ -49,6 +49,7 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
         "height": 380,
         "hovermode": "closest",
         "legend": {"font": {"size": 11}},
+        "modebar": {"orientation": "v"},  # a vertical modebar never covers the title
     }
     out.update(extra)
     return out
