@@ -1,7 +1,7 @@
 """BLIP checkpoints: the head class in config.json decides the capabilities.
 
 BlipForImageTextRetrieval -> SCORE_PAIRS (ITM match probability) and EMBED (contrastive projections);
-BlipForConditionalGeneration -> GENERATE (caption; the prompt is empty or a caption prefix);
+BlipForConditionalGeneration -> CAPTION (generate() with an empty prompt or a caption prefix);
 BlipForQuestionAnswering -> GENERATE (answer; the prompt is the question).
 """
 
@@ -26,7 +26,7 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
-from argus_eval.models.protocols import EMBED, GENERATE, SCORE_PAIRS
+from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, SCORE_PAIRS
 
 
 class _BlipBase(HFAdapterBase):
@@ -115,7 +115,7 @@ class BlipCaptionAdapter(_BlipBase):
     """BlipForConditionalGeneration: greedy captions; a non-empty prompt is a prefix to continue."""
 
     def __init__(self, req: LoadRequest, model: Any, processor: Any) -> None:
-        super().__init__(req, model, processor, frozenset({GENERATE}))
+        super().__init__(req, model, processor, frozenset({CAPTION}))
 
     @torch.inference_mode()
     def generate(

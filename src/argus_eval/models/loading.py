@@ -42,6 +42,10 @@ ZOO_ROOT = Path(__file__).resolve().parent.parent / "zoo" / "checkpoints"
 
 def zoo_dir(name: str) -> Path:
     """Directory of a built-in zoo checkpoint; ModelLoadError telling how to build it if missing."""
+    from argus_eval.zoo.catalog import read_manifest, verify_checkpoint  # lazy: zoo imports models
+
+    if name in read_manifest().get("models", {}):
+        return verify_checkpoint(name)
     d = ZOO_ROOT / name
     if not (d / "config.json").is_file():
         raise ModelLoadError(

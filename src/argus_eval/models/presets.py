@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from argus_eval.models.protocols import CHOOSE, CLASSIFY, EMBED, GENERATE, SCORE_PAIRS
+from argus_eval.models.protocols import CAPTION, CHOOSE, CLASSIFY, EMBED, GENERATE, SCORE_PAIRS
 from argus_eval.registry import Registry
 
 
@@ -33,7 +33,7 @@ _add(
         "blip-itm-large-coco", "hf:Salesforce/blip-itm-large-coco", "blip", frozenset({EMBED, SCORE_PAIRS})
     )
 )
-_add(Preset("blip-caption-base", "hf:Salesforce/blip-image-captioning-base", "blip", frozenset({GENERATE})))
+_add(Preset("blip-caption-base", "hf:Salesforce/blip-image-captioning-base", "blip", frozenset({CAPTION})))
 _add(Preset("blip-vqa-base", "hf:Salesforce/blip-vqa-base", "blip", frozenset({GENERATE})))
 _add(
     Preset(

@@ -18,11 +18,14 @@ from argus_eval.data.images import ImageArray
 
 EMBED = "embed"  # embed_images / embed_texts into one space (dual encoders)
 SCORE_PAIRS = "score_pairs"  # score_pairs(images, texts) -> match score (ITM head, VLM yes-probability)
-GENERATE = "generate"  # generate(images, prompts) -> text
+GENERATE = "generate"  # generate(images, prompts) -> text, following an instruction prompt
+# A captioner that describes an image and can only continue a text prefix (it follows no instruction);
+# it offers the generate() method, but tasks may send it only a caption prefix.
+CAPTION = "caption"
 CHOOSE = "choose"  # choose(images, prompts, options) -> log-likelihood per option
 CLASSIFY = "classify"  # classify(images, questions) -> one label of a fixed answer head (LXMERT, BLIP-VQA)
 
-ALL_CAPABILITIES = (EMBED, SCORE_PAIRS, GENERATE, CHOOSE, CLASSIFY)
+ALL_CAPABILITIES = (EMBED, SCORE_PAIRS, GENERATE, CAPTION, CHOOSE, CLASSIFY)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,13 @@ from pydantic import Field
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
 from argus_eval.metrics.caption import caption_components, caption_finish
-from argus_eval.models.protocols import EMBED, GENERATE, Embedder, Generator, Model
+from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, Embedder, Generator, Model
 from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
 from argus_eval.tasks.records import Record
 
 DEFAULT_METRICS = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
+# Which prompt option each generative protocol sends: an instruction, or a prefix to continue.
+_PROMPTS = {"generate": "prompt", "caption": "prefix_prompt"}
 
 
 class CaptioningOptions(TaskOptions):
@@ -55,7 +57,8 @@ class CaptioningTask(Task):
 
     def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
         return [
-            ("generate", frozenset({GENERATE}), True, "greedy generation from the captioning prompt"),
+            ("generate", frozenset({GENERATE}), True, "greedy generation from the captioning instruction"),
+            ("caption", frozenset({CAPTION}), True, "greedy caption continuing the caption prefix"),
             (
                 "caption-by-retrieval",
                 frozenset({EMBED}),
@@ -72,10 +75,9 @@ class CaptioningTask(Task):
         self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
         images = [p.image for p in batch if p.image is not None]
-        if protocol.name == "generate":
+        if protocol.name in _PROMPTS:
             assert isinstance(model, Generator)
-            style = model.info.extra.get("prompt_style", "chat")
-            prompt = self.options.prefix_prompt if style == "prefix" else self.options.prompt
+            prompt = getattr(self.options, _PROMPTS[protocol.name])
             caps = model.generate(images, [prompt] * len(images), self.options.max_new_tokens)
         else:
             assert isinstance(model, Embedder)
