@@ -59,6 +59,11 @@ def run(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    executor: Annotated[str | None, typer.Option("--executor", help="local (default) or ray.")] = None,
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="Ray cluster: ray://HOST:PORT or auto (with --executor ray)."),
+    ] = None,
 ) -> None:
     """Evaluate the configured models (or the default suite) and write results.json, samples.jsonl, report."""
     from argus_eval.commands.run_cmd import dry_run_plan, run_command
@@ -67,7 +72,16 @@ def run(
     if dry_run:
         dry_run_plan(cfg_path, console, as_json)
         return
-    run_command(cfg_path, out, strict=strict, as_json=as_json, quiet=quiet, console=console)
+    run_command(
+        cfg_path,
+        out,
+        strict=strict,
+        as_json=as_json,
+        quiet=quiet,
+        console=console,
+        executor=executor,
+        address=address,
+    )
 
 
 @app.command()

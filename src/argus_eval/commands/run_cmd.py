@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from argus_eval.runner.config import load_config
+from argus_eval.runner.config import load_config, parse_config
 
 
 def _fmt(v: Any) -> str:
@@ -36,9 +36,25 @@ def scorecard_table(results: dict[str, Any]) -> Table:
 
 
 def run_command(
-    cfg_path: Path, out: Path | None, *, strict: bool, as_json: bool, quiet: bool, console: Console
+    cfg_path: Path,
+    out: Path | None,
+    *,
+    strict: bool,
+    as_json: bool,
+    quiet: bool,
+    console: Console,
+    executor: str | None = None,
+    address: str | None = None,
 ) -> None:
     cfg = load_config(cfg_path)
+    if executor is not None or address is not None:
+        opts = dict(cfg.executor_options)
+        if address is not None:
+            opts["address"] = address
+        cfg = parse_config(
+            {**cfg.model_dump(mode="json"), "executor": executor or cfg.executor, "executor_options": opts},
+            str(cfg_path),
+        )
     from argus_eval.report.build import write_reports
     from argus_eval.runner.pipeline import run
 

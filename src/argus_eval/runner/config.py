@@ -7,7 +7,7 @@ Unknown keys are rejected with the key path and the file named. Sub-sections own
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -43,7 +43,7 @@ class RunConfig(BaseModel):
     perturbations: list[dict[str, Any]] = Field(default_factory=list)
     scoring: dict[str, Any] = Field(default_factory=dict)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
-    executor: Literal["local", "ray"] = "local"
+    executor: str = Field(default="local", description="Registered executor: local (default) or ray.")
     executor_options: dict[str, Any] = Field(default_factory=dict)
     cache_dir: Path | None = Field(default=None, description="Where generated data is cached.")
 
@@ -117,6 +117,9 @@ def _validate_sections(cfg: RunConfig) -> None:
     except ValidationError as e:
         raise ConfigError(f"scoring: {_first_error(e)}") from None
     build_tasks(cfg.tasks)
+    from argus_eval.runner.executors import EXECUTORS
+
+    EXECUTORS.get(cfg.executor)
 
 
 def load_config(path: Path) -> RunConfig:

@@ -15,7 +15,8 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import expand_conditions
 from argus_eval.runner.config import RunConfig
 from argus_eval.runner.datasets import load_datasets
-from argus_eval.runner.local import ExecStats, ModelPool, execute
+from argus_eval.runner.executors import EXECUTORS
+from argus_eval.runner.local import ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import measure_model, profile_cell, profile_key, profile_plan
@@ -103,7 +104,10 @@ def run(
     with Store(out_dir / "store.sqlite") as store:
         try:
             plan = plan_run(cfg, store, pool)
-            stats = execute(plan, store, pool, cfg.seed, strict, quiet, _profiler(plan, store, cfg))
+            executor = EXECUTORS.get(cfg.executor)
+            stats = executor(
+                plan, store, pool, cfg.seed, strict, quiet, _profiler(plan, store, cfg), cfg.executor_options
+            )
             profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else {}
             stats.forward_calls = pool.forward_calls
         finally:
