@@ -181,6 +181,37 @@ def zoo_train(
     train_zoo(name, seconds, seed, console)
 
 
+@app.command("score-captions")
+def score_captions(
+    results: Annotated[Path, typer.Argument(help='COCO results file: [{"image_id", "caption"}].')],
+    annotations: Annotated[Path, typer.Argument(help="COCO captions annotation file (captions_*.json).")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Score caption results exactly as pycocoevalcap's COCOEvalCap (BLEU, METEOR, ROUGE-L, CIDEr-D)."""
+    from argus_eval.commands.metrics_cmd import score_captions_command
+
+    score_captions_command(results, annotations, as_json, console)
+
+
+@app.command()
+def profile(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Model spec: hf:ID_OR_DIR, zoo:NAME, a preset.")
+    ],
+    task: Annotated[str, typer.Option("--task", help="Task whose protocol is profiled.")] = "retrieval",
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Take datasets from this config.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "auto",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Latency p50/p95 at batch 1, throughput, peak memory, FLOPs per sample and params of one model."""
+    from argus_eval.commands.profile_cmd import profile_command
+
+    profile_command(model, task, config, batch_size, device, as_json, console)
+
+
 def main() -> None:
     """Console-script entry: ArgusError -> one line on stderr and exit 2 (traceback with --debug)."""
     debug = "--debug" in sys.argv

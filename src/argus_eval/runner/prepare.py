@@ -2,10 +2,43 @@
 
 from __future__ import annotations
 
-from argus_eval.data.images import load_image
+from collections import OrderedDict
+from pathlib import Path
+
+from argus_eval.data.images import ImageArray, load_image
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.perturb.conditions import Condition, apply_image, apply_text, derive_seed
 from argus_eval.tasks.base import Prepared
+
+
+class ImageCache:
+    """A byte-bounded LRU of decoded (and perturbed) images, so that every model of a run sees the
+    same pixels computed once; functools.lru_cache bounds entries, not bytes, and images vary in size."""
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[Path, str, Condition, int], ImageArray] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
+        key = (path, sample_id, condition, seed)
+        hit = self._items.get(key)
+        if hit is not None:
+            self._items.move_to_end(key)
+            return hit
+        image = load_image(path, sample_id)
+        if condition.kind != "clean":
+            image = apply_image(condition, image, seed)
+        image.setflags(write=False)  # shared between models: nobody may modify it in place
+        self._items[key] = image
+        self._bytes += image.nbytes
+        while self._bytes > self.max_bytes and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= old.nbytes
+        return image
+
+
+_CACHE = ImageCache()
 
 
 def prepare(sample: Sample, dataset: Dataset, condition: Condition, run_seed: int) -> Prepared:
@@ -14,9 +47,8 @@ def prepare(sample: Sample, dataset: Dataset, condition: Condition, run_seed: in
     Raises SampleError when the image cannot be decoded."""
     image = None
     if sample.image is not None:
-        image = load_image(dataset.image_path(sample), sample.sample_id)
-        if condition.kind != "clean":
-            image = apply_image(condition, image, derive_seed(run_seed, sample.sample_id, condition.id))
+        seed = derive_seed(run_seed, sample.sample_id, condition.id)
+        image = _CACHE.get(dataset.image_path(sample), sample.sample_id, condition, seed)
     texts = tuple(
         apply_text(condition, t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
         for i, t in enumerate(sample.texts)
