@@ -1,6 +1,7 @@
 """Run conditions: clean, or one image or text perturbation at a severity, as a seeded run dimension.
 
-A condition id is the stable string the store and results key on: "clean", "image:fog@3", "text:typos@2".
+A condition id is the stable string the store and results key on: "clean", "image:fog@3", "text:typos@2",
+or a control "control:swap@1" / "control:blank@1" (see perturb/controls.py; controls are not perturbations).
 Importing this module is cheap: the corruption library is imported only when an image is perturbed.
 """
 
@@ -18,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator, model_validator
 
 from argus_eval.errors import PerturbationError
+from argus_eval.perturb import controls
 from argus_eval.perturb import image as image_perturb
 from argus_eval.perturb import text as text_perturb
 
@@ -27,7 +29,10 @@ SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
 KIND_NAMES: dict[str, Callable[[], list[str]]] = {
     "image": image_perturb.names,
     "text": text_perturb.names,
+    controls.KIND: controls.names,
 }
+# Kinds whose severities are not 1..5 (a control has none; its ids carry a fixed @1).
+KIND_SEVERITIES: dict[str, tuple[int, ...]] = {controls.KIND: (controls.SEVERITY,)}
 
 _ID_RE = re.compile(r"^(?P<kind>[a-z]+):(?P<name>[A-Za-z0-9_\-]+)@(?P<severity>\d+)$")
 
@@ -83,9 +88,11 @@ def _check(kind: str, name: str, severity: int) -> None:
     valid = KIND_NAMES[kind]()
     if name not in valid:
         raise PerturbationError(f"unknown {kind} perturbation {name!r}; valid: {', '.join(valid)}")
-    if isinstance(severity, bool) or not isinstance(severity, int) or severity not in SEVERITIES:
+    allowed = KIND_SEVERITIES.get(kind, SEVERITIES)
+    if isinstance(severity, bool) or not isinstance(severity, int) or severity not in allowed:
+        span = f"outside {allowed[0]}..{allowed[-1]}" if len(allowed) > 1 else f"not {allowed[0]}"
         raise PerturbationError(
-            f"{kind} perturbation {name!r}: severity {severity!r} is outside 1..5; valid {kind} "
+            f"{kind} perturbation {name!r}: severity {severity!r} is {span}; valid {kind} "
             f"perturbations: {', '.join(valid)}"
         )
 
@@ -98,16 +105,19 @@ def derive_seed(run_seed: int, sample_id: str, condition_id: str) -> int:
 
 
 class ConditionEntry(BaseModel):
-    """One `conditions:` config entry: exactly one of image, text or preset; severity with image/text.
+    """One `conditions:` config entry: exactly one of image, text, control or preset; severity with
+    image/text only.
 
     Examples: {"image": "fog", "severity": [1, 3, 5]}, {"text": ["typos", "ocr"], "severity": 3},
-    {"preset": "default"}. A missing severity means all of 1..5.
+    {"control": "swap"}, {"control": ["blank", "swap"]}, {"preset": "default"}. A missing severity
+    means all of 1..5.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     image: str | list[str] | None = None
     text: str | list[str] | None = None
+    control: str | list[str] | None = None
     preset: str | None = None
     severity: StrictInt | list[StrictInt] | None = None  # strict: True is not severity 1
 
@@ -124,14 +134,16 @@ class ConditionEntry(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> ConditionEntry:
-        given = [k for k in ("image", "text", "preset") if getattr(self, k) is not None]
+        given = [k for k in ("image", "text", "control", "preset") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
-                f"a condition entry names exactly one of image, text, preset; got {given or 'none'}"
+                f"a condition entry names exactly one of image, text, control, preset; got {given or 'none'}"
             )
         if self.preset is not None and self.severity is not None:
             raise ValueError("a preset entry takes no severity (presets fix their own)")
-        for kind in ("image", "text"):
+        if self.control is not None and self.severity is not None:
+            raise ValueError("a control entry takes no severity (controls are not graded)")
+        for kind in ("image", "text", controls.KIND):
             valid = KIND_NAMES[kind]()
             bad = [n for n in self.names(kind) if n not in valid]
             if bad:
@@ -139,7 +151,7 @@ class ConditionEntry(BaseModel):
         return self
 
     def names(self, kind: str) -> list[str]:
-        """The perturbation names this entry gives for kind ("image" or "text")."""
+        """The perturbation names this entry gives for kind ("image", "text" or "control")."""
         v = getattr(self, kind)
         return [] if v is None else [v] if isinstance(v, str) else list(v)
 
@@ -165,6 +177,8 @@ PRESETS: dict[str, list[dict[str, Any]]] = {
     "geometry": _sweep("image", image_perturb.GEOMETRY_NAMES),
     "text-full": _sweep("text", text_perturb.NAMES),
     "full": [{"preset": "image-full"}, {"preset": "geometry"}, {"preset": "text-full"}],
+    # Image-reliance controls; each costs one extra pass over the tasks that accept controls.
+    "controls": [{"control": ["blank", "swap"]}],
 }
 
 
@@ -201,6 +215,9 @@ def _expand_into(
                 for sev in entry.severities():
                     c = Condition(kind, name, sev)
                     out.setdefault(c.id, c)
+        for name in entry.names(controls.KIND):
+            c = Condition(controls.KIND, name, controls.SEVERITY)
+            out.setdefault(c.id, c)
 
 
 def _validate_entry(raw: Mapping[str, Any]) -> ConditionEntry:

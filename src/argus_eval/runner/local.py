@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from argus_eval.data.types import Sample
 from argus_eval.errors import ModelCallError, SampleError, StrictModeError
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb import controls
+from argus_eval.perturb.conditions import derive_seed
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
@@ -72,14 +75,33 @@ def batches(cell: Cell, batch_size: int) -> Iterator[tuple[int, list[int]]]:
         yield b, list(range(start, min(start + batch_size, n)))
 
 
+def swap_partners(cell: Cell, run_seed: int) -> dict[str, Sample]:
+    """sample id -> the sample whose image a swap control shows in its place; empty for every other
+    condition, and when the cell has fewer than two distinct images (prepare then names the reason).
+
+    Derived over the whole cell, never per batch, so every batch (and every model) sees the same swap;
+    the seed depends on the run seed, the dataset's content and the condition only."""
+    if cell.condition.kind != controls.KIND or not controls.needs_partner(cell.condition.name):
+        return {}
+    items = [(s.sample_id, s.image) for s in cell.samples if s.image is not None]
+    if len({image for _, image in items}) < 2:
+        return {}
+    seed = derive_seed(run_seed, f"{cell.dataset.fingerprint}#partners", cell.condition.id)
+    by_id = {s.sample_id: s for s in cell.samples}
+    return {sid: by_id[p] for sid, p in controls.swap_partners(items, seed).items()}
+
+
 def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int) -> list[Record]:
     """Prepare and infer one batch; undecodable samples and failed calls become failure records."""
     records: list[Record] = []
     ready: list[Prepared] = []
+    partners = swap_partners(cell, run_seed)
     for i in positions:
         sample = cell.samples[i]
         try:
-            ready.append(prepare(sample, cell.dataset, cell.condition, run_seed))
+            ready.append(
+                prepare(sample, cell.dataset, cell.condition, run_seed, partners.get(sample.sample_id))
+            )
         except SampleError as e:
             records.append(Record(sample.sample_id, None, error=f"input: {e}"))
     if ready:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from argus_eval.data.images import ImageArray, load_image
 from argus_eval.data.types import Dataset, Sample
-from argus_eval.perturb.conditions import Condition, apply_image, apply_text, derive_seed
+from argus_eval.errors import SampleError
+from argus_eval.perturb import controls
+from argus_eval.perturb.conditions import CLEAN, Condition, apply_image, apply_text, derive_seed
 from argus_eval.tasks.base import Prepared
 
 
@@ -41,14 +43,20 @@ class ImageCache:
 _CACHE = ImageCache()
 
 
-def prepare(sample: Sample, dataset: Dataset, condition: Condition, run_seed: int) -> Prepared:
+def prepare(
+    sample: Sample, dataset: Dataset, condition: Condition, run_seed: int, partner: Sample | None = None
+) -> Prepared:
     """Decode and perturb one sample; the seed of each perturbed input derives from
     (run seed, sample id, condition), so a rerun reproduces every pixel and character.
-    Raises SampleError when the image cannot be decoded."""
+    partner is the sample whose image a swap control shows instead (the caller derives it over the
+    whole cell). Raises SampleError when an image cannot be decoded or a swap has no partner."""
     image = None
     if sample.image is not None:
-        seed = derive_seed(run_seed, sample.sample_id, condition.id)
-        image = _CACHE.get(dataset.image_path(sample), sample.sample_id, condition, seed)
+        if condition.kind == controls.KIND:
+            image = _control_image(sample, dataset, condition, run_seed, partner)
+        else:
+            seed = derive_seed(run_seed, sample.sample_id, condition.id)
+            image = _CACHE.get(dataset.image_path(sample), sample.sample_id, condition, seed)
     texts = tuple(
         apply_text(condition, t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
         for i, t in enumerate(sample.texts)
@@ -59,3 +67,25 @@ def prepare(sample: Sample, dataset: Dataset, condition: Condition, run_seed: in
             condition, question, derive_seed(run_seed, f"{sample.sample_id}#q", condition.id)
         )
     return Prepared(sample=sample, image=image, texts=texts, question=question)
+
+
+def _clean_image(sample: Sample, dataset: Dataset, run_seed: int) -> ImageArray:
+    # Same cache key as the clean condition, so a control reuses the clean pass's decoded pixels.
+    seed = derive_seed(run_seed, sample.sample_id, CLEAN.id)
+    return _CACHE.get(dataset.image_path(sample), sample.sample_id, CLEAN, seed)
+
+
+def _control_image(
+    sample: Sample, dataset: Dataset, condition: Condition, run_seed: int, partner: Sample | None
+) -> ImageArray:
+    """The image a control shows: a blank of the sample's size, or the partner's clean image."""
+    own = _clean_image(sample, dataset, run_seed)
+    other = None
+    if controls.needs_partner(condition.name):
+        if partner is None or partner.image is None:
+            raise SampleError(
+                f"sample {sample.sample_id}: {condition.id} skipped: no partner image "
+                "(a swap needs at least two distinct images in the cell)"
+            )
+        other = _clean_image(partner, dataset, run_seed)
+    return controls.apply_control(condition.name, own, other)
