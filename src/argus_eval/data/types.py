@@ -64,6 +64,8 @@ class Dataset:
     answer_vocab: tuple[str, ...] = ()
     # Training-split text material available to substitute protocols (e.g. a caption bank).
     caption_bank: tuple[str, ...] = ()
+    # Training-split answers as (family, question_type, answer), for the blind (no-image) baseline.
+    train_answers: tuple[tuple[str, str, str], ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
 
     def image_path(self, sample: Sample) -> Path:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import string
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import Field
 
+from argus_eval.data.blind import blind_answers
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.metrics.vqa import exact_match, vqa_accuracy
@@ -61,6 +63,7 @@ class ReasoningTask(Task):
     name = "reasoning"
     options_model = ReasoningOptions
     options: ReasoningOptions
+    accepts_kinds = frozenset({"clean", "image", "text", "control"})
 
     def select(self, dataset: Dataset) -> list[Sample]:
         return [
@@ -195,6 +198,14 @@ class ReasoningTask(Task):
         for s, sc in zip(kept, scores, strict=True):
             groups[str(s.metadata.get("family", s.metadata.get("question_type", "all")))].append(sc)
         acc = float(np.mean(scores)) if scores else float("nan")
+        metrics = {"accuracy": acc}
+        breakdown: dict[str, Any] = {
+            "accuracy_by_family": {g: float(np.mean(v)) for g, v in sorted(groups.items())}
+        }
+        blind = self._blind_baseline(dataset, kept)
+        breakdown["blind_baseline"] = blind
+        if "score" in blind:
+            metrics["blind_baseline"] = blind["score"]
         return CellResult(
             sample_ids=[s.sample_id for s in kept],
             predictions=preds,
@@ -205,9 +216,21 @@ class ReasoningTask(Task):
             ],
             components=comp,
             finish=mean_finish,
-            metrics={"accuracy": acc},
-            breakdown={"accuracy_by_family": {g: float(np.mean(v)) for g, v in sorted(groups.items())}},
+            metrics=metrics,
+            breakdown=breakdown,
         )
+
+    def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample]) -> dict[str, Any]:
+        """The training-answer prior scored like the model on the same samples, or why it is skipped."""
+        blind = blind_answers(dataset, kept)
+        if blind.skipped is not None or not kept:
+            return {"skipped": blind.skipped or "no scored sample"}
+        scores = [self._score(s, a) for s, a in zip(kept, blind.answers, strict=True)]
+        return {
+            "score": float(np.mean(scores)),
+            "answered_by": blind.levels,
+            "source": "most frequent training-split answer per family (then question type, then overall)",
+        }
 
 
 def _letter_to_choice(text: str, choices: Sequence[str]) -> str:

@@ -91,6 +91,22 @@ def answer_distribution(samples: list[Sample]) -> dict[str, dict[str, int]]:
     return {f: dict(c.most_common()) for f, c in sorted(dist.items())}
 
 
+def read_train_answers(train: Path, skips: Skips) -> tuple[tuple[str, str, str], ...]:
+    """(family, question_type, answer) of every answered train-split question (the blind baseline's prior)."""
+    questions, _ = read_clevr_questions(
+        train / "questions" / "CLEVR_train_questions.json", "train", None, skips
+    )
+    return tuple(
+        (
+            str(q.metadata.get("family", "unknown")),
+            str(q.metadata.get("question_type", "unknown")),
+            q.answers[0],
+        )
+        for q in questions
+        if q.answers
+    )
+
+
 def load_shapesworld(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     """Generate-if-missing, then load one ShapesWorld split (and its domain's train captions as the bank)."""
     assert isinstance(options, ShapesWorldOptions)
@@ -121,6 +137,7 @@ def load_shapesworld(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         skipped=skips.records,
         answer_vocab=ANSWER_VOCAB,
         caption_bank=read_caption_bank(train / "annotations" / "captions_train.json"),
+        train_answers=read_train_answers(train, Skips(options.strict)),
         info=info,
     )
 

@@ -1,0 +1,86 @@
+"""The blind baseline: answer every question without its image, from training-split answers alone.
+
+The prior is the most frequent training answer of the question's family; a family the training split
+never saw falls back to its question type, then to the most frequent answer overall. What it scores on
+test questions is what a model that never looks at the image could reach ("the language prior").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from argus_eval.data.types import Dataset, Sample
+
+# Fallback levels, most specific first.
+LEVELS = ("family", "question_type", "overall")
+
+
+def _most_frequent(counts: Counter[str]) -> str:
+    # Ties broken by the answer text, so the prior never depends on the order of the training file.
+    return min(counts, key=lambda a: (-counts[a], a))
+
+
+@dataclass(frozen=True)
+class BlindPrior:
+    """Most frequent training answer per family, per question type, and overall."""
+
+    by_family: Mapping[str, str]
+    by_type: Mapping[str, str]
+    overall: str
+
+    def answer(self, family: str | None, question_type: str | None) -> tuple[str, str]:
+        """(answer, level it came from) for a question of this family and type."""
+        if family is not None and family in self.by_family:
+            return self.by_family[family], "family"
+        if question_type is not None and question_type in self.by_type:
+            return self.by_type[question_type], "question_type"
+        return self.overall, "overall"
+
+
+def blind_prior(train_answers: Iterable[tuple[str, str, str]]) -> BlindPrior | None:
+    """The prior from (family, question_type, answer) triples; None when there are none."""
+    fam: dict[str, Counter[str]] = {}
+    typ: dict[str, Counter[str]] = {}
+    overall: Counter[str] = Counter()
+    for family, qtype, answer in train_answers:
+        fam.setdefault(family, Counter())[answer] += 1
+        typ.setdefault(qtype, Counter())[answer] += 1
+        overall[answer] += 1
+    if not overall:
+        return None
+    return BlindPrior(
+        {f: _most_frequent(c) for f, c in fam.items()},
+        {t: _most_frequent(c) for t, c in typ.items()},
+        _most_frequent(overall),
+    )
+
+
+@dataclass(frozen=True)
+class BlindAnswers:
+    """The blind answer of each sample (in order) and how many answers came from each fallback level;
+    or, when the baseline does not apply, why."""
+
+    answers: list[str]
+    levels: dict[str, int]
+    skipped: str | None = None
+
+
+def blind_answers(dataset: Dataset, samples: Sequence[Sample]) -> BlindAnswers:
+    """Blind answers for samples of dataset, or a named reason why there is no blind baseline."""
+    if any(s.choices for s in samples):
+        return BlindAnswers([], {}, "multiple-choice items: a prior over training answers does not apply")
+    prior = blind_prior(dataset.train_answers)
+    if prior is None:
+        return BlindAnswers([], {}, f"dataset {dataset.name!r} carries no training-split answers")
+    levels = dict.fromkeys(LEVELS, 0)
+    answers = []
+    for s in samples:
+        family, qtype = s.metadata.get("family"), s.metadata.get("question_type")
+        answer, level = prior.answer(
+            None if family is None else str(family), None if qtype is None else str(qtype)
+        )
+        answers.append(answer)
+        levels[level] += 1
+    return BlindAnswers(answers, levels)
