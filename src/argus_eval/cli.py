@@ -60,6 +60,10 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     executor: Annotated[str | None, typer.Option("--executor", help="local (default) or ray.")] = None,
+    data_root: Annotated[
+        Path | None,
+        typer.Option("--data-root", help="Resolve the config's relative data paths against this."),
+    ] = None,
     address: Annotated[
         str | None,
         typer.Option("--address", help="Ray cluster: ray://HOST:PORT or auto (with --executor ray)."),
@@ -69,18 +73,18 @@ def run(
     from argus_eval.commands.run_cmd import dry_run_plan, run_command
 
     cfg_path = config or default_config_path()
+    overrides: dict[str, Any] = {}
+    if data_root is not None:
+        overrides["data_root"] = str(data_root)
+    if executor is not None:
+        overrides["executor"] = executor
+    if address is not None:
+        overrides["executor_options"] = {"address": address}
     if dry_run:
-        dry_run_plan(cfg_path, console, as_json)
+        dry_run_plan(cfg_path, console, as_json, overrides)
         return
     run_command(
-        cfg_path,
-        out,
-        strict=strict,
-        as_json=as_json,
-        quiet=quiet,
-        console=console,
-        executor=executor,
-        address=address,
+        cfg_path, out, strict=strict, as_json=as_json, quiet=quiet, console=console, overrides=overrides
     )
 
 

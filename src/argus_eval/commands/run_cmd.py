@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from argus_eval.runner.config import load_config, parse_config
+from argus_eval.runner.config import RunConfig, load_config, parse_config
 
 
 def _fmt(v: Any) -> str:
@@ -43,18 +43,9 @@ def run_command(
     as_json: bool,
     quiet: bool,
     console: Console,
-    executor: str | None = None,
-    address: str | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> None:
-    cfg = load_config(cfg_path)
-    if executor is not None or address is not None:
-        opts = dict(cfg.executor_options)
-        if address is not None:
-            opts["address"] = address
-        cfg = parse_config(
-            {**cfg.model_dump(mode="json"), "executor": executor or cfg.executor, "executor_options": opts},
-            str(cfg_path),
-        )
+    cfg = configured(cfg_path, overrides)
     from argus_eval.report.build import write_reports
     from argus_eval.runner.pipeline import run
 
@@ -77,7 +68,7 @@ def run_command(
         )
         return
     for note in res.get("notes", []):
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, markup=False)
     console.print(scorecard_table(res))
     gap = res.get("gap", {}).get("sentence")
     if gap:
@@ -93,11 +84,24 @@ def run_command(
     )
 
 
-def dry_run_plan(cfg_path: Path, console: Console, as_json: bool) -> None:
+def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunConfig:
+    """The config file with command-line overrides applied (validated again as a whole)."""
+    cfg = load_config(cfg_path)
+    if not overrides:
+        return cfg
+    data = cfg.model_dump(mode="json")
+    for key, value in overrides.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    return parse_config(data, str(cfg_path))
+
+
+def dry_run_plan(
+    cfg_path: Path, console: Console, as_json: bool, overrides: dict[str, Any] | None = None
+) -> None:
     """Print the plan (cells, sample counts, protocol of each model on each task) without running a model."""
     from argus_eval.runner.dryrun import describe_plan
 
-    rows, skipped = describe_plan(load_config(cfg_path))
+    rows, skipped = describe_plan(configured(cfg_path, overrides))
     if as_json:
         sys.stdout.write(json.dumps({"cells": rows, "skipped": skipped}, indent=1, sort_keys=True) + "\n")
         return
@@ -110,4 +114,5 @@ def dry_run_plan(cfg_path: Path, console: Console, as_json: bool) -> None:
         )
     console.print(table)
     for s in skipped:
-        console.print(f"[yellow]left out:[/] {s}", highlight=False)
+        who = f"{s.get('model', '?')} / {s.get('task', '?')}"
+        console.print(f"left out: {who}: {s['reason']}", markup=False, highlight=False)

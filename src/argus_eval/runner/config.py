@@ -46,6 +46,9 @@ class RunConfig(BaseModel):
     executor: str = Field(default="local", description="Registered executor: local (default) or ray.")
     executor_options: dict[str, Any] = Field(default_factory=dict)
     cache_dir: Path | None = Field(default=None, description="Where generated data is cached.")
+    data_root: Path | None = Field(
+        default=None, description="Relative file and folder options of datasets are resolved against this."
+    )
 
     @field_validator("models")
     @classmethod
@@ -69,7 +72,7 @@ class RunConfig(BaseModel):
                 )
             spec = FORMATS.get(fmt)
             try:
-                out.append(spec.options.model_validate(entry))
+                out.append(_rooted(spec.options.model_validate(entry), self.data_root))
             except ValidationError as e:
                 raise ConfigError(f"datasets[{i}] ({entry.get('name', fmt)}): {_first_error(e)}") from None
         names = [d.name for d in out]
@@ -77,6 +80,16 @@ class RunConfig(BaseModel):
         if dup:
             raise ConfigError(f"datasets: names must be unique; repeated: {sorted(dup)}")
         return out
+
+
+def _rooted(opts: DatasetOptions, root: Path | None) -> DatasetOptions:
+    """Resolve the relative Path options of a dataset entry against the run's data_root."""
+    if root is None:
+        return opts
+    updates = {
+        k: root / v for k, v in opts.model_dump().items() if isinstance(v, Path) and not v.is_absolute()
+    }
+    return opts.model_copy(update=updates) if updates else opts
 
 
 def _first_error(e: ValidationError) -> str:

@@ -127,6 +127,7 @@ def run(
         },
         "protocols": sorted({f"{c.model.name}/{c.task.name}: {c.protocol.name}" for c in plan.cells}),
         "skipped": plan.skipped,
+        "not_applicable": plan.not_applicable,
     }
     results = build_results(scored, profiles, cfg, manifest)
     results["schema"] = RESULTS_SCHEMA

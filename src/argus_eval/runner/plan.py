@@ -46,6 +46,8 @@ class Plan:
 
     cells: list[Cell]
     skipped: list[dict[str, str]] = field(default_factory=list)
+    # (task, dataset) pairs where the dataset carries nothing for the task: expected, not a failure
+    not_applicable: list[dict[str, str]] = field(default_factory=list)
 
 
 def cell_key(
@@ -76,14 +78,9 @@ def build_plan(
             for ds in datasets:
                 samples = task.select(ds)
                 if not samples:
-                    plan.skipped.append(
-                        {
-                            "model": model.name,
-                            "task": task.name,
-                            "dataset": ds.name,
-                            "reason": f"dataset {ds.name!r} has no samples for task {task.name!r}",
-                        }
-                    )
+                    entry = {"task": task.name, "dataset": ds.name}
+                    if entry not in plan.not_applicable:
+                        plan.not_applicable.append(entry)
                     continue
                 for cond in conditions:
                     if not task.accepts(cond.kind):

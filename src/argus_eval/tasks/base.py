@@ -105,7 +105,7 @@ class Task(ABC):
                 return ProtocolChoice(name, native, desc)
         offered = ", ".join(sorted(info.capabilities)) or "none"
         wanted = " or ".join("+".join(sorted(n)) for _, n, _, _ in self.protocols())
-        raise CapabilityError(f"model {info.name!r} offers [{offered}] but task {self.name!r} needs {wanted}")
+        raise CapabilityError(f"model {info.name!r} offers {offered} but task {self.name!r} needs {wanted}")
 
     def request_hash(self, protocol: ProtocolChoice) -> str:
         """Hash of everything about the request that changes a model's answer (prompt, options)."""
