@@ -205,6 +205,57 @@ def robustness(results: Mapping[str, Any]) -> Table:
     return t
 
 
+def _blind_text(entry: Mapping[str, Any]) -> TCell:
+    b = entry.get("blind_baseline")
+    if not isinstance(b, Mapping):
+        return _t("-")
+    if b.get("score") is None:
+        return TCell("skipped", str(b.get("skipped", "no reason recorded")), undefined=True)
+    return _t(fmt.num(b["score"]))
+
+
+def reliance(results: Mapping[str, Any]) -> Table:
+    """Image reliance per model, task and dataset: clean minus swapped/blank-image score."""
+    block = results.get("reliance") or {}
+    t = Table(
+        "reliance",
+        "Image reliance (controls)",
+        [
+            "model",
+            "task",
+            "dataset",
+            "clean",
+            "blind baseline",
+            "control",
+            "control score",
+            "reliance",
+            "same prediction",
+        ],
+        caption="Reliance = clean score minus the score with a swapped (another sample's) or blank image, "
+        "paired on the same samples, with bootstrap intervals; near 0 means the model does not use the "
+        "image. Blind baseline: the most frequent training answer per question family. "
+        f"Scoring: {block.get('scoring', 'reported')} (not weighted into ARGUS).",
+    )
+    for name, entries in (block.get("models") or {}).items():
+        for e in entries:
+            head = [_t(name), _t(e["task"]), _t(e["dataset"]), _t(fmt.num(e.get("clean"))), _blind_text(e)]
+            for ctl, c in (e.get("controls") or {}).items():
+                if "skipped" in c:
+                    skip = TCell("skipped", str(c["skipped"]), undefined=True)
+                    t.rows.append([*head, _t(ctl), skip, skip, skip])
+                    continue
+                t.rows.append(
+                    [
+                        *head,
+                        _t(ctl),
+                        _t(fmt.num(c.get("score"))),
+                        _t(fmt.with_interval(c.get("reliance"), c.get("interval"))),
+                        _t(fmt.with_interval(c.get("same_prediction"), c.get("same_prediction_interval"))),
+                    ]
+                )
+    return t
+
+
 def efficiency_profiles(results: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
     """model -> efficiency profile (from the models block, else the top-level efficiency block)."""
     top = results.get("efficiency") or {}
@@ -264,5 +315,6 @@ def all_tables(results: Mapping[str, Any]) -> list[Table]:
         undefined_terms(results),
         cells(results),
         robustness(results),
+        reliance(results),
         efficiency(results),
     ]

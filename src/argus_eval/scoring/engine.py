@@ -17,6 +17,7 @@ from argus_eval.scoring.axes import (
     retention_ratios,
 )
 from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.reliance import is_control
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellKey, FloatArray, parse_condition
 
 AXES = ("P", "CDC", "RR", "E", "ARGUS", "R")
@@ -91,7 +92,7 @@ def model_rows(
     ratios: dict[str, FloatArray] = {}
     unpaired: dict[str, str] = {}
     for k in mine:
-        if k.is_clean:
+        if k.is_clean or is_control(k.condition):  # controls measure image reliance, not robustness
             continue
         label = f"{k.task}/{k.dataset}/{k.condition}"
         c = scores.get(k.clean_key())

@@ -50,6 +50,12 @@ class ScoringOptions(BaseModel):
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off")
     seed: int = 0
     confidence: float = Field(default=0.95, gt=0, lt=1)
+    reliance: Literal["reported"] = Field(
+        default="reported",
+        description="How image reliance (clean minus swapped/blank-image score) enters the scorecard: "
+        "'reported' beside the axes, never weighted into R or ARGUS, so the paper's four axes stay "
+        "comparable. Weighting it into the reliability side is not implemented yet.",
+    )
 
     @model_validator(mode="after")
     def _budgets_for_budget_mode(self) -> ScoringOptions:

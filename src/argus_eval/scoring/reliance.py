@@ -1,0 +1,115 @@
+"""Image reliance: how much a model's score depends on seeing the right image.
+
+For each model, task and dataset with control cells ("control:swap@1", "control:blank@1"):
+reliance = clean score - control score, on the same common sample ids, with a paired bootstrap
+interval (the very resamples the scorecard draws for that (task, dataset): same seed, same counts),
+and the share of predictions that stay the same under the control. A model that ignores its image
+has reliance 0 and keeps every prediction; one that reads the answer off the image loses about its
+whole clean score above chance.
+
+Controls are not perturbations: they never enter RR (see is_control and scoring/engine.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
+from argus_eval.scoring.statistics import percentile_interval
+from argus_eval.scoring.types import CLEAN, CellData, CellKey, FloatArray
+
+CONTROL_KIND = "control"
+
+NOTES = (
+    "reliance = clean score - control score on the sample ids common to every cell of the (task, "
+    "dataset); intervals are percentile intervals over the scorecard's own paired resamples",
+    "same_prediction = share of samples whose prediction under the control equals the clean one",
+    "controls are not perturbations: they are left out of RR and of the severity curves",
+)
+
+
+def is_control(condition: str) -> bool:
+    """Whether a condition id names a control ("control:swap@1") rather than a perturbation."""
+    return condition.partition(":")[0] == CONTROL_KIND
+
+
+def control_name(condition: str) -> str:
+    """ "control:swap@1" -> "swap"."""
+    return condition.partition(":")[2].rpartition("@")[0]
+
+
+def _point(rows: FloatArray | None) -> float | None:
+    if rows is None or rows[0] != rows[0]:  # NaN check without importing numpy for one comparison
+        return None
+    return float(rows[0])
+
+
+def _control_json(
+    key: CellKey,
+    clean: FloatArray,
+    control: FloatArray,
+    flip: FloatArray | None,
+    confidence: float,
+) -> dict[str, Any]:
+    diff = clean - control
+    same = None if flip is None else 1.0 - flip
+    return {
+        "condition": key.condition,
+        "score": _point(control),
+        "reliance": _point(diff),
+        "interval": percentile_interval(diff, confidence),
+        "same_prediction": _point(same),
+        "same_prediction_interval": percentile_interval(same, confidence),
+    }
+
+
+def _group_entries(group: Group, resamples: int, seed: int, confidence: float) -> dict[str, dict[str, Any]]:
+    """model -> reliance entry of this (task, dataset), for models with at least one control cell."""
+    keys = [a.cell.key for a in group.cells]
+    models = sorted({k.model for k in keys if is_control(k.condition)})
+    if not models:
+        return {}
+    scores, flips = group_rows(group, paired_counts(group, resamples, seed))
+    out: dict[str, dict[str, Any]] = {}
+    for model in models:
+        clean_key = CellKey(model, group.task, group.dataset, CLEAN)
+        entry: dict[str, Any] = {"task": group.task, "dataset": group.dataset, "n_samples": len(group.ids)}
+        clean = scores.get(clean_key)
+        entry["clean"] = _point(clean)
+        controls: dict[str, Any] = {}
+        for k in sorted(k for k in keys if k.model == model and is_control(k.condition)):
+            if clean is None:
+                controls[control_name(k.condition)] = {
+                    "condition": k.condition,
+                    "skipped": "no clean cell to compare with",
+                }
+                continue
+            controls[control_name(k.condition)] = _control_json(k, clean, scores[k], flips.get(k), confidence)
+        entry["controls"] = controls
+        out[model] = entry
+    return out
+
+
+def image_reliance(
+    cells: Sequence[CellData],
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float,
+    skipped: Mapping[CellKey, str] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """model -> reliance entries, one per (task, dataset) that ran a control.
+
+    skipped names control cells that produced no score (e.g. a swap in a dataset with one image) and
+    why; they appear as {"condition", "skipped"} so a missing control is never read as reliance 0."""
+    out: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for group in align(cells) if cells else []:
+        for model, entry in _group_entries(group, resamples, seed, confidence).items():
+            out.setdefault(model, {})[(group.task, group.dataset)] = entry
+    for key, reason in sorted((skipped or {}).items()):
+        entry = out.setdefault(key.model, {}).setdefault(
+            (key.task, key.dataset), {"task": key.task, "dataset": key.dataset, "controls": {}}
+        )
+        entry["controls"][control_name(key.condition)] = {"condition": key.condition, "skipped": reason}
+    return {m: [e for _, e in sorted(entries.items())] for m, entries in sorted(out.items())}
