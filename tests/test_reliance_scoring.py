@@ -1,0 +1,121 @@
+"""Image reliance from cell data: paired bootstrap, unchanged predictions, and controls kept out of RR."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from argus_eval.scoring import CellKey, ScoringOptions, compute_scorecard, mean_cell
+from argus_eval.scoring.reliance import control_name, image_reliance, is_control
+from argus_eval.scoring.types import CellData
+
+N = 300
+IDS = [f"q{i:04d}" for i in range(N)]
+SWAP = "control:swap@1"
+BLANK = "control:blank@1"
+
+
+def _key(model: str, condition: str) -> CellKey:
+    return CellKey(model, "reasoning", "shapes", condition)
+
+
+def _cell(model: str, condition: str, preds: list[str], truth: list[str]) -> CellData:
+    scores = [float(p == t) for p, t in zip(preds, truth, strict=True)]
+    return mean_cell(_key(model, condition), IDS, scores, preds)
+
+
+def _world() -> tuple[list[str], list[str], list[str]]:
+    """Truth per question, the question's 'family' prior answer, and the truth of a swapped image."""
+    rng = np.random.default_rng(7)
+    answers = np.array(["yes", "no", "1", "2", "red", "blue"])
+    truth = list(answers[rng.integers(0, 6, N)])
+    prior = list(answers[rng.integers(0, 6, N)])
+    swapped = list(np.roll(np.array(truth), 1))  # what the image shown under the swap would answer
+    return truth, prior, swapped
+
+
+def _reliance(cells: list[CellData], **kw: object) -> dict[str, list[dict[str, object]]]:
+    return image_reliance(cells, resamples=200, seed=3, confidence=0.95, **kw)  # type: ignore[arg-type]
+
+
+def test_condition_helpers() -> None:
+    assert is_control(SWAP) and not is_control("image:fog@3") and not is_control("clean")
+    assert control_name(SWAP) == "swap"
+
+
+def test_a_model_that_ignores_its_image_has_reliance_zero() -> None:
+    truth, prior, _ = _world()
+    # its answer depends on the question only, so clean, swapped and blank predictions coincide
+    cells = [_cell("blind", c, prior, truth) for c in ("clean", SWAP, BLANK)]
+    (entry,) = _reliance(cells)["blind"]
+    assert entry["n_samples"] == N
+    for name in ("swap", "blank"):
+        c = entry["controls"][name]  # type: ignore[index]
+        lo, hi = c["interval"]
+        assert c["reliance"] == 0.0 and lo <= 0.0 <= hi
+        assert c["same_prediction"] == 1.0
+
+
+def test_a_model_that_reads_the_image_loses_its_clean_accuracy() -> None:
+    truth, _, swapped = _world()
+    clean_acc = float(np.mean([t == t for t in truth]))
+    swap_acc = float(np.mean([s == t for s, t in zip(swapped, truth, strict=True)]))
+    cells = [
+        _cell("reader", "clean", truth, truth),
+        _cell("reader", SWAP, swapped, truth),
+        _cell("reader", BLANK, ["?"] * N, truth),
+    ]
+    (entry,) = _reliance(cells)["reader"]
+    swap = entry["controls"]["swap"]  # type: ignore[index]
+    assert entry["clean"] == clean_acc
+    assert abs(swap["reliance"] - (clean_acc - swap_acc)) < 1e-12
+    lo, hi = swap["interval"]
+    assert 0.0 < lo <= swap["reliance"] <= hi
+    assert abs(swap["same_prediction"] - swap_acc) < 1e-12  # a prediction stays only where the answers coincide
+    blank = entry["controls"]["blank"]  # type: ignore[index]
+    assert blank["reliance"] == clean_acc and blank["same_prediction"] == 0.0
+
+
+def test_the_interval_resamples_clean_and_control_together() -> None:
+    # identical per-sample scores under both conditions: a paired interval is exactly [0, 0]; an
+    # unpaired one (independent resamples of each) would not be
+    truth, prior, _ = _world()
+    cells = [_cell("m", "clean", prior, truth), _cell("m", SWAP, list(reversed(prior)), truth)]
+    cells[1] = mean_cell(_key("m", SWAP), IDS, cells[0].components[:, 0].tolist(), cells[1].predictions)
+    swap = _reliance(cells)["m"][0]["controls"]["swap"]  # type: ignore[index]
+    assert swap["interval"] == (0.0, 0.0)
+    assert swap["same_prediction"] < 1.0
+
+
+def test_skipped_controls_are_named_never_zero() -> None:
+    truth, prior, _ = _world()
+    cells = [_cell("m", "clean", prior, truth), _cell("m", BLANK, prior, truth)]
+    reason = "the swap control needs at least two distinct images, the cell has 1"
+    (entry,) = _reliance(cells, skipped={_key("m", SWAP): reason})["m"]
+    assert entry["controls"]["swap"] == {"condition": SWAP, "skipped": reason}  # type: ignore[index]
+    assert "reliance" not in entry["controls"]["swap"]  # type: ignore[index]
+    # a control without any clean cell is skipped by name too
+    only = _reliance([_cell("m", SWAP, prior, truth)])["m"][0]
+    assert only["controls"]["swap"]["skipped"] == "no clean cell to compare with"  # type: ignore[index]
+
+
+def test_no_controls_no_entries() -> None:
+    truth, prior, _ = _world()
+    assert _reliance([_cell("m", "clean", prior, truth)]) == {}
+
+
+def test_controls_never_enter_robustness_retention() -> None:
+    truth, prior, swapped = _world()
+    cells = [
+        _cell("m", "clean", truth, truth),
+        _cell("m", SWAP, swapped, truth),
+        _cell("m", BLANK, prior, truth),
+    ]
+    opts = ScoringOptions(resamples=0)
+    card = compute_scorecard(cells, {}, opts)
+    rr = card.models["m"].axes["RR"]
+    assert rr.value is None and card.models["m"].retention == []
+    perturbed = _cell("m", "image:fog@3", truth[:-30] + swapped[-30:], truth)
+    card = compute_scorecard([*cells, perturbed], {}, opts)
+    assert [r.key.condition for r in card.models["m"].retention] == ["image:fog@3"]
+    assert card.models["m"].axes["RR"].value == card.models["m"].retention[0].retention
+    assert card.to_json()["options"]["reliance"] == "reported"
