@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -18,6 +18,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
+from argus_eval.runner.gallery import cell_gallery
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
@@ -35,6 +36,8 @@ class ExecStats:
     records_written: int = 0
     failed: int = 0
     models_loaded: list[str] = field(default_factory=list)
+    # Calls made by models outside this process (Ray workers); the driver's pool cannot count them.
+    remote_forward_calls: int = 0
 
 
 class ModelPool:
@@ -44,6 +47,11 @@ class ModelPool:
         self._loader = loader
         self._models: dict[str, Model] = {}
         self.closed_calls = 0
+
+    @property
+    def loader(self) -> ModelLoader:
+        """How this pool loads a model (remote executors give it to their workers)."""
+        return self._loader
 
     def get(self, cfg: ModelConfig) -> Model:
         if cfg.name not in self._models:
@@ -104,6 +112,9 @@ def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int)
             )
         except SampleError as e:
             records.append(Record(sample.sample_id, None, error=f"input: {e}"))
+    if ready and cell.task.needs_gallery(cell.protocol):
+        gallery = cell_gallery(cell.key, cell.samples, cell.condition, run_seed)
+        ready = [replace(p, gallery=gallery) for p in ready]
     if ready:
         t0 = time.perf_counter()
         try:

@@ -48,6 +48,8 @@ class Prepared:
     image: ImageArray | None
     texts: tuple[str, ...]
     question: str | None
+    # Every text of the cell under its condition, for protocols that score all pairs (else empty).
+    gallery: tuple[str, ...] = ()
 
 
 Finish = Callable[[NDArray[np.float64]], NDArray[np.float64]]
@@ -110,6 +112,10 @@ class Task(ABC):
     def request_hash(self, protocol: ProtocolChoice) -> str:
         """Hash of everything about the request that changes a model's answer (prompt, options)."""
         return fingerprint_of(self.name, protocol.name, self.options.model_dump(mode="json"))
+
+    def needs_gallery(self, protocol: ProtocolChoice) -> bool:
+        """Whether this protocol scores each sample against the whole cell's texts (Prepared.gallery)."""
+        return False
 
     def accepts(self, condition_kind: str) -> bool:
         return condition_kind in self.accepts_kinds

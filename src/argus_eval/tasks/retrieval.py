@@ -11,7 +11,7 @@ from pydantic import Field
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.metrics.retrieval import mean_rank, median_rank, recall_at_k, retrieval_ranks
-from argus_eval.models.protocols import EMBED, Embedder, Model
+from argus_eval.models.protocols import EMBED, SCORE_PAIRS, Embedder, Model, PairScorer
 from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
 from argus_eval.tasks.records import Record
 
@@ -39,11 +39,21 @@ class RetrievalTask(Task):
         return [s for s in dataset.samples if s.texts and s.image is not None and s.question is None]
 
     def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
-        return [("embed", frozenset({EMBED}), True, "cosine similarity of image and text embeddings")]
+        return [
+            ("embed", frozenset({EMBED}), True, "cosine similarity of image and text embeddings"),
+            ("score-pairs", frozenset({SCORE_PAIRS}), False,
+             "every image scored against every text of the split with the model's pair score "
+             "(images x texts model calls: for small galleries)"),
+        ]  # fmt: skip
+
+    def needs_gallery(self, protocol: ProtocolChoice) -> bool:
+        return protocol.name == "score-pairs"
 
     def infer(
         self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
+        if protocol.name == "score-pairs":
+            return self._infer_pairs(model, batch)
         assert isinstance(model, Embedder)
         images = [p.image for p in batch if p.image is not None]
         img_emb = model.embed_images(images)
@@ -66,6 +76,33 @@ class RetrievalTask(Task):
             start += k
         return out
 
+    def _infer_pairs(self, model: Model, batch: Sequence[Prepared]) -> list[Record]:
+        assert isinstance(model, PairScorer)
+        gallery = list(batch[0].gallery)
+        images = [p.image for p in batch for _ in gallery if p.image is not None]
+        scores = model.score_pairs(images, gallery * len(batch)).reshape(len(batch), len(gallery))
+        return [
+            Record(p.sample.sample_id, {"n_texts": len(p.texts)}, {"scores": scores[i].astype(np.float32)})
+            for i, p in enumerate(batch)
+        ]
+
+    def _similarity(
+        self, samples: Sequence[Sample], kept: Sequence[Sample], records: Mapping[str, Record]
+    ) -> NDArray[np.float32]:
+        """(kept images, kept texts) similarity from embeddings, or from per-image pair-score rows."""
+        first = records[kept[0].sample_id].arrays
+        if "scores" not in first:
+            img = np.stack([records[s.sample_id].arrays["image"] for s in kept]).astype(np.float32)
+            txt = np.concatenate([records[s.sample_id].arrays["texts"] for s in kept]).astype(np.float32)
+            out: NDArray[np.float32] = img @ txt.T
+            return out
+        # gallery columns are all cell samples' texts in order; keep the columns of kept samples
+        keep = {s.sample_id for s in kept}
+        owners = [s.sample_id for s in samples for _ in s.texts]
+        cols = [j for j, sid in enumerate(owners) if sid in keep]
+        rows = np.stack([records[s.sample_id].arrays["scores"] for s in kept]).astype(np.float32)
+        return np.ascontiguousarray(rows[:, cols])
+
     def finalize(
         self,
         dataset: Dataset,
@@ -75,12 +112,10 @@ class RetrievalTask(Task):
     ) -> CellResult:
         kept = [s for s in samples if s.sample_id in records]
         index = {s.sample_id: i for i, s in enumerate(kept)}
-        img = np.stack([records[s.sample_id].arrays["image"] for s in kept]).astype(np.float32)
-        txt_blocks = [records[s.sample_id].arrays["texts"] for s in kept]
-        txt = np.concatenate(txt_blocks).astype(np.float32)
-        text_to_image = np.repeat(np.arange(len(kept)), [len(b) for b in txt_blocks])
+        n_texts = [len(s.texts) for s in kept]
+        text_to_image = np.repeat(np.arange(len(kept)), n_texts)
         positives = _positives(kept, index, text_to_image)
-        sim = img @ txt.T
+        sim = self._similarity(samples, kept, records)
         r_img, r_txt = retrieval_ranks(sim, text_to_image, positives)
         ks = self.options.ks
         # Components per sample: i2t hits@k, t2i hits@k summed over its texts, 1, n_texts.
@@ -89,7 +124,7 @@ class RetrievalTask(Task):
             comp[:, j] = r_img < k
             comp[:, len(ks) + j] = np.bincount(text_to_image, weights=r_txt < k, minlength=len(kept))
         comp[:, -2] = 1.0
-        comp[:, -1] = [len(b) for b in txt_blocks]
+        comp[:, -1] = n_texts
         finish = _make_finish(len(ks), self.options.directions)
         metrics = recall_at_k(sim, text_to_image, ks=ks, positives=positives)
         metrics.update(

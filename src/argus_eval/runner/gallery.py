@@ -1,0 +1,36 @@
+"""The text gallery of a cell: every sample's texts as the model sees them under the cell's condition.
+
+Protocols that score each image against every text of the split (retrieval by pair scores) need the
+whole gallery in every batch; it is built once per cell with the same seeds prepare() uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from argus_eval.data.types import Sample
+from argus_eval.perturb.conditions import Condition, apply_text, derive_seed
+
+
+def sample_texts(sample: Sample, condition: Condition, run_seed: int) -> tuple[str, ...]:
+    """A sample's texts under a condition; text i's seed derives from (run seed, sample id, i, condition)."""
+    return tuple(
+        apply_text(condition, t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
+        for i, t in enumerate(sample.texts)
+    )
+
+
+_GALLERIES: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def cell_gallery(
+    cell_key: str, samples: Sequence[Sample], condition: Condition, run_seed: int
+) -> tuple[str, ...]:
+    """All texts of a cell's samples, in sample order, under the condition (built once per cell;
+    the cell key already names dataset and condition)."""
+    key = (cell_key, run_seed)
+    if key not in _GALLERIES:
+        if len(_GALLERIES) > 64:
+            _GALLERIES.clear()
+        _GALLERIES[key] = tuple(t for s in samples for t in sample_texts(s, condition, run_seed))
+    return _GALLERIES[key]
