@@ -66,5 +66,5 @@ def build(
         "note": recipe.note,
     }
     write_entry(name, entry)
-    log(f"zoo:{name}: {entry['size_bytes'] / 1e6:.2f} MB, {len(files)} files, manifest updated")
+    log(f"zoo:{name}: {dir_size(final) / 1e6:.2f} MB, {len(files)} files, manifest updated")
     return entry

@@ -78,4 +78,4 @@ def blind_prior(train: SplitData) -> dict[str, str]:
 
 def majority_answer(train: SplitData) -> str:
     """The most frequent training answer overall."""
-    return Counter(q["answer"] for q in train.questions).most_common(1)[0][0]
+    return str(Counter(q["answer"] for q in train.questions).most_common(1)[0][0])

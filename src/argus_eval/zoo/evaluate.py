@@ -8,7 +8,7 @@ swapped for another test image (a grounded model must lose accuracy there).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,10 +62,12 @@ def captioning(model: Generator, prompt: str, log: Log, max_new_tokens: int = 40
     for domain in DOMAIN_NAMES:
         split = test_split(domain)
         caps = model.generate(list(split.images), [prompt] * len(split.images), max_new_tokens)
-        own = {i: list(r) for i, r in enumerate(split.captions)}
+        own: dict[Hashable, Sequence[str]] = {i: list(r) for i, r in enumerate(split.captions)}
         other_idx = shifted(len(caps))
-        other = {i: list(split.captions[int(other_idx[i])]) for i in range(len(caps))}
-        cands = dict(enumerate(caps))
+        other: dict[Hashable, Sequence[str]] = {
+            i: list(split.captions[int(other_idx[i])]) for i in range(len(caps))
+        }
+        cands: dict[Hashable, str] = dict(enumerate(caps))
         s_own = score_captions(cands, own, metrics=["Bleu_4", "CIDEr"])
         s_other = score_captions(cands, other, metrics=["Bleu_4", "CIDEr"])
         out[domain] = {
