@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from argus_eval.scoring import CellKey, ScoringOptions, compute_scorecard, mean_cell
@@ -33,8 +35,13 @@ def _world() -> tuple[list[str], list[str], list[str]]:
     return truth, prior, swapped
 
 
-def _reliance(cells: list[CellData], **kw: object) -> dict[str, list[dict[str, object]]]:
-    return image_reliance(cells, resamples=200, seed=3, confidence=0.95, **kw)  # type: ignore[arg-type]
+def _reliance(
+    cells: list[CellData], skipped: dict[CellKey, str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = image_reliance(
+        cells, resamples=200, seed=3, confidence=0.95, skipped=skipped
+    )
+    return out
 
 
 def test_condition_helpers() -> None:
@@ -49,7 +56,7 @@ def test_a_model_that_ignores_its_image_has_reliance_zero() -> None:
     (entry,) = _reliance(cells)["blind"]
     assert entry["n_samples"] == N
     for name in ("swap", "blank"):
-        c = entry["controls"][name]  # type: ignore[index]
+        c = entry["controls"][name]
         lo, hi = c["interval"]
         assert c["reliance"] == 0.0 and lo <= 0.0 <= hi
         assert c["same_prediction"] == 1.0
@@ -65,13 +72,15 @@ def test_a_model_that_reads_the_image_loses_its_clean_accuracy() -> None:
         _cell("reader", BLANK, ["?"] * N, truth),
     ]
     (entry,) = _reliance(cells)["reader"]
-    swap = entry["controls"]["swap"]  # type: ignore[index]
+    swap = entry["controls"]["swap"]
     assert entry["clean"] == clean_acc
     assert abs(swap["reliance"] - (clean_acc - swap_acc)) < 1e-12
     lo, hi = swap["interval"]
     assert 0.0 < lo <= swap["reliance"] <= hi
-    assert abs(swap["same_prediction"] - swap_acc) < 1e-12  # a prediction stays only where the answers coincide
-    blank = entry["controls"]["blank"]  # type: ignore[index]
+    assert (
+        abs(swap["same_prediction"] - swap_acc) < 1e-12
+    )  # a prediction stays only where the answers coincide
+    blank = entry["controls"]["blank"]
     assert blank["reliance"] == clean_acc and blank["same_prediction"] == 0.0
 
 
@@ -81,7 +90,7 @@ def test_the_interval_resamples_clean_and_control_together() -> None:
     truth, prior, _ = _world()
     cells = [_cell("m", "clean", prior, truth), _cell("m", SWAP, list(reversed(prior)), truth)]
     cells[1] = mean_cell(_key("m", SWAP), IDS, cells[0].components[:, 0].tolist(), cells[1].predictions)
-    swap = _reliance(cells)["m"][0]["controls"]["swap"]  # type: ignore[index]
+    swap = _reliance(cells)["m"][0]["controls"]["swap"]
     assert swap["interval"] == (0.0, 0.0)
     assert swap["same_prediction"] < 1.0
 
@@ -91,11 +100,11 @@ def test_skipped_controls_are_named_never_zero() -> None:
     cells = [_cell("m", "clean", prior, truth), _cell("m", BLANK, prior, truth)]
     reason = "the swap control needs at least two distinct images, the cell has 1"
     (entry,) = _reliance(cells, skipped={_key("m", SWAP): reason})["m"]
-    assert entry["controls"]["swap"] == {"condition": SWAP, "skipped": reason}  # type: ignore[index]
-    assert "reliance" not in entry["controls"]["swap"]  # type: ignore[index]
+    assert entry["controls"]["swap"] == {"condition": SWAP, "skipped": reason}
+    assert "reliance" not in entry["controls"]["swap"]
     # a control without any clean cell is skipped by name too
     only = _reliance([_cell("m", SWAP, prior, truth)])["m"][0]
-    assert only["controls"]["swap"]["skipped"] == "no clean cell to compare with"  # type: ignore[index]
+    assert only["controls"]["swap"]["skipped"] == "no clean cell to compare with"
 
 
 def test_no_controls_no_entries() -> None:
