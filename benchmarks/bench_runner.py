@@ -80,7 +80,9 @@ def main() -> None:
                 "n_images": args.images, "questions_per_image": 0}  # fmt: skip
         cfg_dict = {
             "name": "bench", "cache_dir": str(root / "cache"),
-            "models": [{"name": "clip", "spec": f"hf:{model_dir}", "device": "cpu", "batch_size": args.batch}],
+            "models": [
+                {"name": "clip", "spec": f"hf:{model_dir}", "device": "cpu", "batch_size": args.batch}
+            ],
             "datasets": [data], "tasks": ["retrieval"], "scoring": {"resamples": 0},
             "efficiency": {"enabled": False},
         }  # fmt: skip
