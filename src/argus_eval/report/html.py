@@ -208,6 +208,7 @@ def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOpt
             + table_html(t["robustness"])
             + "</details>",
         ),
+        ("reliance", "Image reliance", table_html(t["reliance"])),
         ("efficiency", "Efficiency", _chart_divs(charts, "efficiency") + table_html(t["efficiency"])),
         (
             "cells",
