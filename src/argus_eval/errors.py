@@ -60,3 +60,7 @@ class ResultsError(ArgusError):
 
 class StrictModeError(ArgusError):
     """A sample was skipped or failed while --strict was set."""
+
+
+class ExecutorError(ArgusError):
+    """An executor cannot run the plan: cluster unreachable, too small, or on other versions; workers lost."""

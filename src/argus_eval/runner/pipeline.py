@@ -109,7 +109,7 @@ def run(
                 plan, store, pool, cfg.seed, strict, quiet, _profiler(plan, store, cfg), cfg.executor_options
             )
             profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else {}
-            stats.forward_calls = pool.forward_calls
+            stats.forward_calls = pool.forward_calls + stats.remote_forward_calls
         finally:
             pool.close()
         scored = score_cells(plan, store)
@@ -135,7 +135,7 @@ def run(
     (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
     log = {
         "wall_seconds": round(time.perf_counter() - t0, 3),
-        "forward_calls": pool.forward_calls,
+        "forward_calls": stats.forward_calls,
         "records_written": stats.records_written,
         "failed": stats.failed,
         "samples_jsonl_lines": n_samples,

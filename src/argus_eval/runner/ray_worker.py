@@ -1,0 +1,55 @@
+"""The model actor of the Ray executor: loads one model itself and runs shards of whole batches.
+
+It is a plain class (wrapped with ray.remote by the executor) so that this module imports without Ray.
+Images are decoded and perturbed here, by the same run_batch as the local executor, so every input and
+every batch boundary is the one a local run uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from argus_eval.models.protocols import Model
+from argus_eval.models.spec import ModelConfig
+from argus_eval.runner.local import ModelLoader, run_batch
+from argus_eval.runner.plan import Cell
+from argus_eval.tasks.records import Record
+
+
+@dataclass
+class ShardResult:
+    """Records of each batch of a shard (plain data) and the model calls it took."""
+
+    batches: list[list[Record]]
+    forward_calls: int
+
+
+class ModelWorker:
+    """Holds one model loaded across cells and shards; a restarted actor reloads it on its next shard."""
+
+    def __init__(self, cfg: ModelConfig, loader: ModelLoader) -> None:
+        self._cfg = cfg
+        self._loader = loader
+        self._model: Model | None = None
+        self._cells: dict[str, Cell] = {}
+
+    def ready(self) -> bool:
+        return True
+
+    def run_shard(
+        self, key: str, cell_box: list[Any], batches: Sequence[Sequence[int]], run_seed: int
+    ) -> ShardResult:
+        """Run the batches (sample positions of the cell) in order. cell_box holds the cell's object ref
+        inside a list so Ray does not resolve it per call; the cell is fetched once per actor."""
+        if self._model is None:
+            self._model = self._loader(self._cfg)
+        cell = self._cells.get(key)
+        if cell is None:
+            import ray
+
+            cell = self._cells[key] = ray.get(cell_box[0])
+        before = self._model.forward_calls
+        out = [run_batch(cell, self._model, list(pos), run_seed) for pos in batches]
+        return ShardResult(out, self._model.forward_calls - before)
