@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from model_fixtures import tiny_dir
-from pipeline_fixtures import tiny_config
 
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from model_fixtures import tiny_dir
+from pipeline_fixtures import tiny_config
 
 # family -> the protocol each task must use (None: the family cannot serve the task; it is named)
 EXPECTED: dict[str, dict[str, str | None]] = {
