@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from argus_eval.efficiency.devices import DEVICES, get_device, project
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.runner.config import RunConfig
 from argus_eval.runner.score import ScoredCell, cell_data, cell_summary
@@ -55,6 +56,25 @@ def reliance_block(scored: list[ScoredCell], options: ScoringOptions) -> dict[st
     }
 
 
+_NOMINAL = {"cpu-2core"}  # an assumed machine, not a vendor spec sheet: no projection onto it
+_BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def projections(profile: EfficiencyProfile) -> list[dict[str, object]]:
+    """Roofline projections of a measured profile onto the catalogued devices: estimates, never in E."""
+    dtype = str(profile.fingerprint.get("dtype", "float32"))
+    if profile.params is None:
+        return []
+    weights = profile.params * _BYTES_PER_PARAM.get(dtype, 4)
+    out = []
+    for name in DEVICES.names():
+        if name in _NOMINAL:
+            continue
+        if dtype in get_device(name).peak_flops:
+            out.append(project(profile, weights, name, dtype))
+    return out
+
+
 def build_results(
     scored: list[ScoredCell],
     profiles: dict[str, EfficiencyProfile | None],
@@ -72,6 +92,13 @@ def build_results(
     failed = sum(len(s.failures) for s in scored)
     if failed:
         notes.append(f"{failed} sample(s) failed and are excluded from scores (see cells[].failure_reasons)")
+    efficiency = {name: (None if p is None else p.to_json()) for name, p in sorted(profiles.items())}
+    for name, p in profiles.items():
+        if p is not None:
+            proj = projections(p)
+            efficiency[name]["projections"] = proj  # type: ignore[index]
+            if card["models"].get(name, {}).get("efficiency"):
+                card["models"][name]["efficiency"]["projections"] = proj
     return {
         "models": card["models"],
         "rankings": card["rankings"],
@@ -81,7 +108,7 @@ def build_results(
         "scoring_options": card["options"],
         "reliance": reliance,
         "cells": [cell_summary(s) for s in scored],
-        "efficiency": {name: (None if p is None else p.to_json()) for name, p in sorted(profiles.items())},
+        "efficiency": efficiency,
         "manifest": manifest,
         "notes": notes,
     }
