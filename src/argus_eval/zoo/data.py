@@ -32,6 +32,21 @@ class SplitData:
     images: NDArray[np.uint8]  # (n, H, W, 3)
     captions: tuple[tuple[str, ...], ...]
     questions: tuple[dict[str, Any], ...]  # CLEVR question records plus "qtype"
+    # Per image, per caption: the other images of the split that caption is also true of.
+    also_true: tuple[tuple[tuple[int, ...], ...], ...] = ()
+
+    def positives(self) -> NDArray[np.bool_]:
+        """(n_captions, n_images) truth: caption k (image-major order) is true of image j."""
+        n_caps = sum(len(c) for c in self.captions)
+        out = np.zeros((n_caps, len(self.images)), dtype=np.bool_)
+        k = 0
+        for i, caps in enumerate(self.captions):
+            for c in range(len(caps)):
+                out[k, i] = True
+                if self.also_true:
+                    out[k, list(self.also_true[i][c])] = True
+                k += 1
+        return out
 
     def counts(self) -> dict[str, int]:
         """Sizes for the manifest."""
@@ -60,6 +75,7 @@ def load_split(
         images=np.stack(images),
         captions=tuple(tuple(c) for c in g.captions),
         questions=questions,
+        also_true=tuple(tuple(tuple(int(j) for j in ks) for ks in img) for img in g.also_true),
     )
 
 

@@ -28,7 +28,7 @@ TRAIN_IMAGES = 2000
 GRID = {"image_size": 96, "grid": 8}
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 ARCH: dict[str, int] = {"hidden": 128, "heads": 4, "mlp": 256, "l_layers": 2, "x_layers": 2, "r_layers": 1}
-SCHEDULE = Schedule(steps=400, lr=1e-3, weight_decay=0.01, warmup=20)
+SCHEDULE = Schedule(steps=300, lr=1e-3, weight_decay=0.01, warmup=20)
 BATCH = 64
 EASY_SHARE = 0.6
 
