@@ -3,6 +3,7 @@ the temp dir it was given, and refuses bad addresses and options before any work
 
 from __future__ import annotations
 
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -43,10 +44,13 @@ def test_own_local_cluster_started_in_temp_dir_and_shut_down(
     monkeypatch.setenv("HOME", str(home))  # Ray must not write ~/.ray (auth token) or usage stats
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
     monkeypatch.delenv("RAY_USAGE_STATS_ENABLED", raising=False)
-    temp = Path(tempfile.mkdtemp(prefix="argus-ray-"))
-    got = run(_cfg(tmp_path / "cache", num_cpus=2, temp_dir=str(temp)), tmp_path / "out", quiet=True)
-    assert not ray.is_initialized()
-    assert any(temp.glob("session_*")), "Ray's session files are not in the temp dir it was given"
+    temp = Path(tempfile.mkdtemp(prefix="argus-ray-test-"))  # short: Ray's unix sockets live under it
+    try:
+        got = run(_cfg(tmp_path / "cache", num_cpus=2, temp_dir=str(temp)), tmp_path / "out", quiet=True)
+        assert not ray.is_initialized()
+        assert any(temp.glob("session_*")), "Ray's session files are not in the temp dir it was given"
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     assert not (home / ".ray").exists()
     assert got.stats.records_written > 0 and got.stats.failed == 0
     # efficiency is measured after the Ray work, on the driver, for a model Ray workers ran
