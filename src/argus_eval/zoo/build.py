@@ -37,11 +37,13 @@ def build(
     shutil.rmtree(final, ignore_errors=True)
     staging.rename(final)
     log(f"trained zoo:{name} in {train_s:.0f} s ({trained.steps} steps); evaluating on held-out data")
+    files = checkpoint_files(final)
+    # The zoo loader verifies files against the manifest, so the new hashes go in before loading.
+    write_entry(name, {"family": recipe.family, "capabilities": sorted(recipe.capabilities), "files": files})
     model = load_model(ModelConfig(name=name, spec=f"zoo:{name}", device="cpu", options=recipe.options))
     t1 = time.perf_counter()
     evaluation = recipe.evaluate(model, log)
     model.close()
-    files = checkpoint_files(final)
     entry = {
         "family": recipe.family,
         "capabilities": sorted(recipe.capabilities),

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module, to_pil
-from argus_eval.models.protocols import GENERATE, Generator, Model
+from argus_eval.models.protocols import CAPTION, Generator, Model
 from argus_eval.zoo import evaluate as ev
 from argus_eval.zoo.data import load_split
 from argus_eval.zoo.loop import Schedule, run_phase, seed_everything
@@ -164,7 +164,7 @@ def evaluate(model: Model, log: Log) -> dict[str, Any]:
 RECIPE = Recipe(
     name="blip",
     family="blip",
-    capabilities=(GENERATE,),
+    capabilities=(CAPTION,),
     seed=2,
     note="tiny BLIP captioner (BlipForConditionalGeneration) on ShapesWorld studio captions",
     train=train,

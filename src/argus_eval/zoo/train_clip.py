@@ -26,32 +26,39 @@ SCHEDULE = Schedule(steps=360, lr=2e-3, weight_decay=0.1, warmup=20)
 BATCH = 96
 
 
+def bpe_tables(words: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A CLIP BPE vocabulary and merge list that spell each word left to right into one token.
+
+    Built by hand rather than with tokenizers' BpeTrainer, whose ids and tie-breaking vary from run to
+    run. Every printable character is a token (alone and word-final), so an unseen word is spelled out,
+    never <unk>: CLIP's unk is its EOS, and the text tower pools at the first EOS.
+    """
+    chars = sorted(set(string.printable) - set(string.whitespace))
+    tokens = ["<|startoftext|>", "<|endoftext|>", *chars, *(c + "</w>" for c in chars)]
+    merges: dict[tuple[str, str], None] = {}
+    for w in sorted(words):
+        pieces = [*w[:-1], w[-1] + "</w>"]
+        cur = pieces[0]
+        for nxt in pieces[1:]:
+            merges.setdefault((cur, nxt))
+            cur += nxt
+            tokens.append(cur)
+    return {t: i for i, t in enumerate(dict.fromkeys(tokens))}, list(merges)
+
+
 def build_tokenizer(words: list[str]) -> Any:
-    """A CLIP BPE whose merges spell every ShapesWorld word as one token."""
-    from tokenizers import Tokenizer, pre_tokenizers
-    from tokenizers.models import BPE
-    from tokenizers.trainers import BpeTrainer
+    """CLIPTokenizer over bpe_tables(words)."""
+    import json
+
     from transformers import CLIPTokenizer
 
-    specials = ["<|startoftext|>", "<|endoftext|>"]
-    bpe = Tokenizer(BPE(end_of_word_suffix="</w>"))
-    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
-    # Every printable character is in the alphabet, so an unseen word is spelled out, never <unk>: CLIP's
-    # unk is its EOS, and the text tower pools at the first EOS.
-    trainer = BpeTrainer(
-        vocab_size=4096,
-        special_tokens=specials,
-        end_of_word_suffix="</w>",
-        show_progress=False,
-        min_frequency=1,
-        initial_alphabet=sorted(set(string.printable) - set(string.whitespace)),
-    )
-    chars = sorted(set(string.printable) - set(string.whitespace))
-    bpe.train_from_iterator([*words, *chars], trainer=trainer)  # chars as words: each gets a "c</w>" token
+    vocab, merges = bpe_tables(words)
     with tempfile.TemporaryDirectory() as tmp:
-        vocab, merges = bpe.model.save(tmp)
+        vpath, mpath = Path(tmp) / "vocab.json", Path(tmp) / "merges.txt"
+        vpath.write_text(json.dumps(vocab), encoding="utf-8")
+        mpath.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
         # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (zoo-notes pitfall 12).
-        return CLIPTokenizer(vocab, merges, model_max_length=MAX_TEXT)
+        return CLIPTokenizer(str(vpath), str(mpath), model_max_length=MAX_TEXT)
 
 
 def build_model(tok: Any) -> Any:

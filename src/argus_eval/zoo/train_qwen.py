@@ -43,8 +43,8 @@ TEMPLATE = (
 RECIPE_DATA = ChatRecipe(
     domains=("studio",),
     images_per_domain=2000,
-    caption_phase=Schedule(steps=120, lr=2e-3, warmup=20),
-    mixed_phase=Schedule(steps=280, lr=2e-3, warmup=10),
+    caption_phase=Schedule(steps=80, lr=2e-3, warmup=20),
+    mixed_phase=Schedule(steps=220, lr=2e-3, warmup=10),
     batch=32,
     caption_share=0.3,
     easy_share=0.6,
