@@ -1,4 +1,4 @@
-"""The shipped zoo: every checkpoint matches its manifest, loads through its adapter, and tampering is caught."""
+"""The shipped zoo: each checkpoint matches its manifest, loads through its adapter; tampering is caught."""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import itertools
+
 from argus_eval.zoo.data import load_split
 from argus_eval.zoo.loop import Schedule
 from argus_eval.zoo.qa_mix import QuestionSampler, is_zero_hop
@@ -44,7 +46,7 @@ def test_schedule_warms_up_then_decays_to_its_floor() -> None:
     assert s.lr_at(9, 100) == pytest.approx(1.0)
     assert s.lr_at(100, 100) == pytest.approx(0.05)
     lrs = [s.lr_at(i, 100) for i in range(10, 101)]
-    assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False))
+    assert all(a >= b for a, b in itertools.pairwise(lrs))
 
 
 def test_question_sampler_oversamples_zero_hop_deterministically() -> None:
