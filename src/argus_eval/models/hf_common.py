@@ -47,6 +47,8 @@ def hf_module() -> Any:
     """The transformers package, imported on first use and typed Any (it ships no type hints)."""
     import transformers
 
+    # The runner draws its own progress; per-load weight bars would interleave with it.
+    transformers.utils.logging.disable_progress_bar()
     return transformers
 
 
