@@ -6,6 +6,7 @@ machine reuses it (no model call) and figures from different hardware never mix.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from argus_eval.data.types import fingerprint_of
@@ -17,6 +18,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import RunConfig
+from argus_eval.runner.gallery import cell_gallery
 from argus_eval.runner.local import ModelPool
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
@@ -36,6 +38,9 @@ def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
             break
     if not ready:
         return []
+    if cell.task.needs_gallery(cell.protocol):
+        gallery = cell_gallery(cell.key, cell.samples, CLEAN, seed)
+        ready = [replace(p, gallery=gallery) for p in ready]
     return [ready[i % len(ready)] for i in range(n)]
 
 
@@ -47,10 +52,10 @@ def profile_key(cell: Cell, cfg: RunConfig) -> str:
 
 
 def profile_cell(plan: Plan, model_cfg: ModelConfig) -> Cell | None:
-    """The cell a model is profiled on: its first planned clean cell (its protocol for that task)."""
-    return next(
-        (c for c in plan.cells if c.model.name == model_cfg.name and c.condition.kind == "clean"), None
-    )
+    """The cell a model is profiled on: its first clean cell served by a native protocol (what the model
+    is built for, so figures compare like with like), else its first clean cell."""
+    clean = [c for c in plan.cells if c.model.name == model_cfg.name and c.condition.kind == "clean"]
+    return next((c for c in clean if c.protocol.native), clean[0] if clean else None)
 
 
 def measure_model(model: Model, cell: Cell, store: Store, cfg: RunConfig) -> EfficiencyProfile | None:
