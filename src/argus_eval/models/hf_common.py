@@ -48,7 +48,7 @@ def hf_module() -> Any:
     import transformers
 
     # The runner draws its own progress; per-load weight bars would interleave with it.
-    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     return transformers
 
 
