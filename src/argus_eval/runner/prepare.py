@@ -19,11 +19,16 @@ class ImageCache:
 
     def __init__(self, max_bytes: int = 256 * 2**20) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[Path, str, Condition, int], ImageArray] = OrderedDict()
+        self._items: OrderedDict[tuple[Path, int, int, str, Condition, int], ImageArray] = OrderedDict()
         self._bytes = 0
 
     def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
-        key = (path, sample_id, condition, seed)
+        try:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)  # a file changed on disk is decoded afresh
+        except OSError:
+            stamp = (-1, -1)  # missing: load_image below raises the SampleError that names it
+        key = (path, *stamp, sample_id, condition, seed)
         hit = self._items.get(key)
         if hit is not None:
             self._items.move_to_end(key)
