@@ -1,4 +1,4 @@
-"""The blind baseline: most frequent training answer per family, then question type, then overall."""
+"""The blind baseline: most frequent training answer per (family, type), then type, family, overall."""
 
 from __future__ import annotations
 
@@ -39,12 +39,13 @@ def _dataset(samples: list[Sample], train: tuple[tuple[str, str, str], ...] = TR
     return Dataset("toy", samples, Path("."), "fp", train_answers=train)
 
 
-def test_prior_falls_back_from_family_to_type_to_overall() -> None:
+def test_prior_falls_back_from_pair_to_type_to_family_to_overall() -> None:
     prior = blind_prior(TRAIN)
     assert prior is not None
-    assert prior.answer("count_a", "count") == ("2", "family")
-    assert prior.answer("count_b", "count") == ("5", "family")
+    assert prior.answer("count_a", "count") == ("2", "family+type")
+    assert prior.answer("count_b", "count") == ("5", "family+type")
     assert prior.answer("count_new", "count") == ("2", "question_type")  # "2" twice, "3" and "5" once
+    assert prior.answer("exist_a", "new_type") == ("no", "family")  # "no" twice, "yes" once
     assert prior.answer("new", "new") == ("2", "overall")  # "2" and "no" tie at 2: the text breaks it
     assert prior.answer(None, None) == ("2", "overall")
     assert blind_prior([]) is None
@@ -67,7 +68,12 @@ def test_blind_baseline_is_reported_beside_the_reasoning_score() -> None:
     res = ReasoningTask().finalize(_dataset(samples), samples, records, PROTOCOL)
     assert res.metrics["accuracy"] == 0.25  # the model always says "2"
     assert res.metrics["blind_baseline"] == 0.5
-    assert res.breakdown["blind_baseline"]["answered_by"] == {"family": 2, "question_type": 1, "overall": 1}
+    assert res.breakdown["blind_baseline"]["answered_by"] == {
+        "family+type": 2,
+        "question_type": 1,
+        "family": 0,
+        "overall": 1,
+    }
 
 
 def test_blind_baseline_is_scored_on_the_cells_scored_samples_only() -> None:

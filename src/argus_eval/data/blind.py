@@ -1,8 +1,10 @@
 """The blind baseline: answer every question without its image, from training-split answers alone.
 
-The prior is the most frequent training answer of the question's family; a family the training split
-never saw falls back to its question type, then to the most frequent answer overall. What it scores on
-test questions is what a model that never looks at the image could reach ("the language prior").
+The prior is the most frequent training answer of the question's (family, question type); an unseen pair
+falls back to its question type (CLEVR's "Q-type mode" prior: count -> "1", exist -> "no"), then to its
+family, then to the most frequent answer overall. The most specific level comes first because a coarse
+family (e.g. zero_hop mixes colour, shape and size queries) would understate the language prior. What it
+scores on test questions is what a model that never looks at the image could reach.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from argus_eval.data.types import Dataset, Sample
 
 # Fallback levels, most specific first.
-LEVELS = ("family", "question_type", "overall")
+LEVELS = ("family+type", "question_type", "family", "overall")
 
 
 def _most_frequent(counts: Counter[str]) -> str:
@@ -24,33 +26,39 @@ def _most_frequent(counts: Counter[str]) -> str:
 
 @dataclass(frozen=True)
 class BlindPrior:
-    """Most frequent training answer per family, per question type, and overall."""
+    """Most frequent training answer per (family, type), per question type, per family, and overall."""
 
+    by_pair: Mapping[tuple[str, str], str]
     by_family: Mapping[str, str]
     by_type: Mapping[str, str]
     overall: str
 
     def answer(self, family: str | None, question_type: str | None) -> tuple[str, str]:
         """(answer, level it came from) for a question of this family and type."""
-        if family is not None and family in self.by_family:
-            return self.by_family[family], "family"
+        if family is not None and question_type is not None and (family, question_type) in self.by_pair:
+            return self.by_pair[(family, question_type)], "family+type"
         if question_type is not None and question_type in self.by_type:
             return self.by_type[question_type], "question_type"
+        if family is not None and family in self.by_family:
+            return self.by_family[family], "family"
         return self.overall, "overall"
 
 
 def blind_prior(train_answers: Iterable[tuple[str, str, str]]) -> BlindPrior | None:
     """The prior from (family, question_type, answer) triples; None when there are none."""
+    pair: dict[tuple[str, str], Counter[str]] = {}
     fam: dict[str, Counter[str]] = {}
     typ: dict[str, Counter[str]] = {}
     overall: Counter[str] = Counter()
     for family, qtype, answer in train_answers:
+        pair.setdefault((family, qtype), Counter())[answer] += 1
         fam.setdefault(family, Counter())[answer] += 1
         typ.setdefault(qtype, Counter())[answer] += 1
         overall[answer] += 1
     if not overall:
         return None
     return BlindPrior(
+        {k: _most_frequent(c) for k, c in pair.items()},
         {f: _most_frequent(c) for f, c in fam.items()},
         {t: _most_frequent(c) for t, c in typ.items()},
         _most_frequent(overall),

@@ -233,7 +233,7 @@ def reliance(results: Mapping[str, Any]) -> Table:
         ],
         caption="Reliance = clean score minus the score with a swapped (another sample's) or blank image, "
         "paired on the same samples, with bootstrap intervals; near 0 means the model does not use the "
-        "image. Blind baseline: the most frequent training answer per question family. "
+        "image. Blind baseline: the most frequent training answer per (family, question type). "
         f"Scoring: {block.get('scoring', 'reported')} (not weighted into ARGUS).",
     )
     for name, entries in (block.get("models") or {}).items():
