@@ -10,6 +10,7 @@ from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import SampleError
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import CLEAN, Condition, apply_image, apply_text, derive_seed
+from argus_eval.runner.gallery import sample_texts
 from argus_eval.tasks.base import Prepared
 
 
@@ -62,10 +63,7 @@ def prepare(
         else:
             seed = derive_seed(run_seed, sample.sample_id, condition.id)
             image = _CACHE.get(dataset.image_path(sample), sample.sample_id, condition, seed)
-    texts = tuple(
-        apply_text(condition, t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
-        for i, t in enumerate(sample.texts)
-    )
+    texts = sample_texts(sample, condition, run_seed)
     question = sample.question
     if question is not None:
         question = apply_text(
