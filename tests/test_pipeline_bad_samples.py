@@ -41,3 +41,30 @@ def test_undecodable_image_is_counted_and_named(tmp_path: Path) -> None:
 
     with pytest.raises(StrictModeError, match=r"img/0.*--strict"):
         run(cfg, tmp_path / "strict", quiet=True, strict=True)
+
+
+def test_datasets_check_names_corrupt_images_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import yaml
+
+    from argus_eval.cli import main
+
+    cfg_dict = tiny_config(tmp_path / "cache", tasks=["retrieval"])
+    cfg_dict["datasets"] = cfg_dict["datasets"][:1]  # type: ignore[index]
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg_dict))
+    monkeypatch.setattr(sys, "argv", ["argus", "datasets", "--check", str(path)])
+    with pytest.raises(SystemExit) as ok:
+        main()  # generates the split; every image decodes
+    assert ok.value.code in (0, None)
+    assert "studio: ok" in capsys.readouterr().out
+    name = _corrupt_first_image(tmp_path / "cache")
+    with pytest.raises(SystemExit) as ei:
+        main()
+    captured = capsys.readouterr()
+    assert ei.value.code == 2
+    assert "PROBLEMS" in captured.out and name in captured.out
+    assert "missing or corrupt images in studio" in captured.err

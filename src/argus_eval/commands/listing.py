@@ -50,14 +50,21 @@ def list_formats(console: Console, as_json: bool) -> None:
 
 
 def check_datasets(config: Path, console: Console, as_json: bool) -> None:
+    from dataclasses import asdict
+
     from argus_eval.data.check import check_dataset
+    from argus_eval.errors import DatasetError
     from argus_eval.runner.config import load_config
     from argus_eval.runner.datasets import load_datasets
 
     cfg = load_config(config)
     reports = [check_dataset(ds) for ds in load_datasets(cfg)]
     if as_json:
-        sys.stdout.write(json.dumps(reports, indent=1, sort_keys=True, default=str) + "\n")
-        return
-    for r in reports:
-        console.print(r, highlight=False)
+        rows = [{**asdict(r), "ok": r.ok} for r in reports]
+        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
+    else:
+        for r in reports:
+            console.print(r.summary(), highlight=False, markup=False)
+    bad = [r.name for r in reports if not r.ok]
+    if bad:
+        raise DatasetError(f"{config}: missing or corrupt images in {', '.join(bad)} (listed above)")
