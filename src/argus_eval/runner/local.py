@@ -91,12 +91,21 @@ def swap_partners(cell: Cell, run_seed: int) -> dict[str, Sample]:
     the seed depends on the run seed, the dataset's content and the condition only."""
     if cell.condition.kind != controls.KIND or not controls.needs_partner(cell.condition.name):
         return {}
-    items = [(s.sample_id, s.image) for s in cell.samples if s.image is not None]
-    if len({image for _, image in items}) < 2:
-        return {}
-    seed = derive_seed(run_seed, f"{cell.dataset.fingerprint}#partners", cell.condition.id)
-    by_id = {s.sample_id: s for s in cell.samples}
-    return {sid: by_id[p] for sid, p in controls.swap_partners(items, seed).items()}
+    key = (cell.key, run_seed)
+    if key not in _PARTNERS:  # computed once per cell, not once per batch
+        if len(_PARTNERS) > 64:
+            _PARTNERS.clear()
+        items = [(s.sample_id, s.image) for s in cell.samples if s.image is not None]
+        partners: dict[str, Sample] = {}
+        if len({image for _, image in items}) >= 2:
+            seed = derive_seed(run_seed, f"{cell.dataset.fingerprint}#partners", cell.condition.id)
+            by_id = {s.sample_id: s for s in cell.samples}
+            partners = {sid: by_id[p] for sid, p in controls.swap_partners(items, seed).items()}
+        _PARTNERS[key] = partners
+    return _PARTNERS[key]
+
+
+_PARTNERS: dict[tuple[str, int], dict[str, Sample]] = {}
 
 
 def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int) -> list[Record]:
