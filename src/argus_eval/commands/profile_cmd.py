@@ -14,7 +14,7 @@ def profile_command(
     spec: str, task: str, config: Path | None, batch_size: int, device: str, as_json: bool, console: Console
 ) -> None:
     """Profile a model on the first clean cell of `task` over the config's datasets (default suite)."""
-    from argus_eval.efficiency.fingerprint import hardware_fingerprint
+    from argus_eval.efficiency.record import FIELDS
     from argus_eval.runner.config import load_config, parse_config
     from argus_eval.runner.local import ModelPool
     from argus_eval.runner.pipeline import plan_run
@@ -63,21 +63,13 @@ def profile_command(
         "protocol": cell.protocol.name,
         "dataset": cell.dataset.name,
     }
-    out["fingerprint"] = out.get("fingerprint") or hardware_fingerprint(device, "float32")
     if as_json:
         sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
         return
     table = Table(title=f"efficiency of {spec} ({cell.task.name} via {cell.protocol.name})")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    for k in (
-        "latency_ms_p50",
-        "latency_ms_p95",
-        "throughput_per_s",
-        "peak_memory_mb",
-        "flops_per_sample",
-        "params",
-    ):
+    for k in FIELDS:
         v = out[k]
         table.add_row(k, "n/a" if v is None else (f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"))
     console.print(table)

@@ -10,18 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from argus_eval.report.fmt import axis_text
 from argus_eval.runner.config import RunConfig, load_config, parse_config
-
-
-def _fmt(v: Any) -> str:
-    return "undef" if v is None else f"{v:.3f}"
-
-
-def _interval(model: dict[str, Any], axis: str) -> str:
-    iv = (model.get("intervals") or {}).get(axis)
-    if not iv or iv[0] is None:
-        return ""
-    return f" [{iv[0]:.3f}, {iv[1]:.3f}]"
 
 
 def scorecard_table(results: dict[str, Any]) -> Table:
@@ -31,7 +21,7 @@ def scorecard_table(results: dict[str, Any]) -> Table:
     for axis in ("P", "CDC", "RR", "E", "ARGUS"):
         table.add_column(axis, justify="right")
     for name, m in results.get("models", {}).items():
-        table.add_row(name, *[_fmt(m.get(a)) + _interval(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")])
+        table.add_row(name, *[axis_text(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")])
     return table
 
 

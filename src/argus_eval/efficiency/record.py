@@ -8,7 +8,7 @@ from typing import Any
 
 from argus_eval.errors import ResultsError
 
-_FIELDS = (
+FIELDS = (  # the measured figures, in display order
     "latency_ms_p50",
     "latency_ms_p95",
     "throughput_per_s",
@@ -56,7 +56,7 @@ class EfficiencyProfile:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EfficiencyProfile:
         """Inverse of to_json; raises ResultsError naming a missing field."""
-        missing = [k for k in (*_FIELDS, "fingerprint") if k not in data]
+        missing = [k for k in (*FIELDS, "fingerprint") if k not in data]
         if missing:
             raise ResultsError(f"efficiency profile is missing field(s) {', '.join(missing)}")
         flops = data["flops_per_sample"]

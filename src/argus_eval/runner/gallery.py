@@ -7,9 +7,12 @@ whole gallery in every batch; it is built once per cell with the same seeds prep
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from argus_eval.data.types import Sample
 from argus_eval.perturb.conditions import Condition, apply_text, derive_seed
+from argus_eval.runner.plan import Cell
+from argus_eval.tasks.base import Prepared
 
 
 def sample_texts(sample: Sample, condition: Condition, run_seed: int) -> tuple[str, ...]:
@@ -34,3 +37,11 @@ def cell_gallery(
             _GALLERIES.clear()
         _GALLERIES[key] = tuple(t for s in samples for t in sample_texts(s, condition, run_seed))
     return _GALLERIES[key]
+
+
+def with_gallery(cell: Cell, ready: list[Prepared], run_seed: int) -> list[Prepared]:
+    """The prepared samples with the cell's gallery attached when its protocol scores all pairs."""
+    if not ready or not cell.task.needs_gallery(cell.protocol):
+        return ready
+    gallery = cell_gallery(cell.key, cell.samples, cell.condition, run_seed)
+    return [replace(p, gallery=gallery) for p in ready]

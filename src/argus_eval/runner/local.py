@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -18,7 +18,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
-from argus_eval.runner.gallery import cell_gallery
+from argus_eval.runner.gallery import with_gallery
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
@@ -76,11 +76,11 @@ class ModelPool:
             self.release(name)
 
 
-def batches(cell: Cell, batch_size: int) -> Iterator[tuple[int, list[int]]]:
-    """Fixed slices (batch index, sample positions) of a cell's samples."""
+def batches(cell: Cell, batch_size: int) -> Iterator[list[int]]:
+    """Fixed slices (sample positions) of a cell's samples."""
     n = len(cell.samples)
-    for b, start in enumerate(range(0, n, batch_size)):
-        yield b, list(range(start, min(start + batch_size, n)))
+    for start in range(0, n, batch_size):
+        yield list(range(start, min(start + batch_size, n)))
 
 
 def swap_partners(cell: Cell, run_seed: int) -> dict[str, Sample]:
@@ -121,9 +121,7 @@ def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int)
             )
         except SampleError as e:
             records.append(Record(sample.sample_id, None, error=f"input: {e}"))
-    if ready and cell.task.needs_gallery(cell.protocol):
-        gallery = cell_gallery(cell.key, cell.samples, cell.condition, run_seed)
-        ready = [replace(p, gallery=gallery) for p in ready]
+    ready = with_gallery(cell, ready, run_seed)
     if ready:
         t0 = time.perf_counter()
         try:
@@ -162,15 +160,15 @@ def execute(
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
     profile it while its weights are loaded)."""
     stats = ExecStats()
-    todo: list[tuple[Cell, int, list[int]]] = []
+    todo: list[tuple[Cell, list[int]]] = []
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
         done = store.done_ids(cell.key)
-        for b, pos in batches(cell, cell.model.batch_size):
+        for pos in batches(cell, cell.model.batch_size):
             if any(cell.samples[i].sample_id not in done for i in pos):
-                todo.append((cell, b, [i for i in pos if cell.samples[i].sample_id not in done]))
-    total = sum(len(p) for _, _, p in todo)
-    last_use = {c.model.name: k for k, (c, _, _) in enumerate(todo)}
+                todo.append((cell, [i for i in pos if cell.samples[i].sample_id not in done]))
+    total = sum(len(p) for _, p in todo)
+    last_use = {c.model.name: k for k, (c, _) in enumerate(todo)}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -180,7 +178,7 @@ def execute(
         transient=True,
     ) as progress:
         bar = progress.add_task("evaluating", total=total)
-        for k, (cell, _, pos) in enumerate(todo):
+        for k, (cell, pos) in enumerate(todo):
             progress.update(
                 bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}"
             )

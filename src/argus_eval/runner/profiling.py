@@ -6,7 +6,6 @@ machine reuses it (no model call) and figures from different hardware never mix.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 from argus_eval.data.types import fingerprint_of
@@ -18,7 +17,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import RunConfig
-from argus_eval.runner.gallery import cell_gallery
+from argus_eval.runner.gallery import with_gallery
 from argus_eval.runner.local import ModelPool
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
@@ -38,9 +37,7 @@ def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
             break
     if not ready:
         return []
-    if cell.task.needs_gallery(cell.protocol):
-        gallery = cell_gallery(cell.key, cell.samples, CLEAN, seed)
-        ready = [replace(p, gallery=gallery) for p in ready]
+    ready = with_gallery(cell, ready, seed)  # the profiled cell is clean
     return [ready[i % len(ready)] for i in range(n)]
 
 

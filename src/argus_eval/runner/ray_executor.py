@@ -59,7 +59,7 @@ def plan_shards(plan: Plan, store: Store, shard_size: int) -> list[Shard]:
         done = store.done_ids(cell.key)
         missing = [
             [i for i in pos if cell.samples[i].sample_id not in done]
-            for _, pos in batches(cell, cell.model.batch_size)
+            for pos in batches(cell, cell.model.batch_size)
         ]
         missing = [m for m in missing if m]
         out.extend(Shard(cell, missing[s : s + shard_size]) for s in range(0, len(missing), shard_size))

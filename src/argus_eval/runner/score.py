@@ -72,9 +72,7 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
         "native_protocol": c.protocol.native,
         "samples": len(c.samples),
         "failed": len(s.failures),
-        "failure_reasons": sorted(
-            {r.split(":", 1)[0] + ": " + r.split(":", 1)[-1].strip() for r in s.failures.values()}
-        )[:5],
+        "failure_reasons": sorted(set(s.failures.values()))[:5],  # distinct reasons, a few
     }
     if s.result is None:
         base.update({"scored": 0, "primary": None, "metrics": {}, "undefined_reason": "no sample succeeded"})
