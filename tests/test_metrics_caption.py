@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from argus_eval.errors import MetricError
+from argus_eval.metrics import bleu
+from argus_eval.metrics._ngrams import ngram_counts
 from argus_eval.metrics.caption import (
     COMPONENT_NAMES,
     caption_components,
@@ -157,6 +159,67 @@ def test_components_reproduce_corpus_and_subsets(coco_tokenizer: Any) -> None:
     for m in ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L"]:
         assert sub_got[m].shape == (2,)
         assert sub_got[m][0] == pytest.approx(sub_expect[m], abs=1e-9, rel=0), m
+
+
+def _bleu_pair(cands: list[str], refs: list[list[str]]) -> tuple[Any, Any, Any, Any]:
+    """(pycocoevalcap corpus, per-sample) and (ours corpus, per-sample) BLEU-1..4 on whitespace tokens."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    n = len(cands)
+    score, scores = Bleu(4).compute_score(
+        {i: refs[i] for i in range(n)}, {i: [cands[i]] for i in range(n)}, verbose=0
+    )
+    cand_words = [c.split() for c in cands]
+    ref_words = [r.split() for rs in refs for r in rs]
+    stats = bleu.bleu_stats(
+        ngram_counts([*cand_words, *ref_words], 4),
+        n,
+        np.repeat(np.arange(n), [len(r) for r in refs]).astype(np.int64),
+        np.array([len(w) for w in cand_words], dtype=np.int64),
+        np.array([len(w) for w in ref_words], dtype=np.int64),
+    )
+    ours = bleu.bleu_from_stats(stats.sum(axis=0), 4)[0], bleu.bleu_from_stats(stats, 4)
+    return np.array(score), np.array(scores).T, ours[0], ours[1]
+
+
+def _bleu_edge_corpus() -> tuple[list[str], list[list[str]]]:
+    cands, refs = _corpus(seed=5, n=120)
+    c, r = list(cands.values()), [refs[k] for k in cands]
+    c += ["", "a a a a a a a a", "x y z", "the dog the dog the dog", "one"]
+    r += [
+        ["", "a b"],  # empty reference and empty candidate
+        ["a a", "a a a", "b a a a"],  # clipping by the max count in one reference
+        ["q"],  # nothing matches
+        [f"the dog {'the dog ' * (i % 4)}sat".strip() for i in range(40)],  # 40 references
+        ["one"],  # exact single-word match
+    ]
+    return c, r
+
+
+@pytest.mark.parametrize("dense_cells", [None, 0])
+def test_bleu_stats_match_pycocoevalcap(monkeypatch: pytest.MonkeyPatch, dense_cells: int | None) -> None:
+    """Corpus and per-sample BLEU equal pycocoevalcap's on hard cases; dense_cells=0 forces the
+    np.unique path that images with very many references take."""
+    if dense_cells is not None:
+        monkeypatch.setattr(bleu, "_DENSE_CELLS", dense_cells)
+    cands, refs = _bleu_edge_corpus()
+    expect, expect_per, got, got_per = _bleu_pair(cands, refs)
+    np.testing.assert_allclose(got, expect, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(got_per, expect_per, atol=1e-9, rtol=0)
+
+
+def test_bleu_stats_large_vocabulary() -> None:
+    """Hundreds of thousands of distinct words (no packed-key limits) with some shared n-grams."""
+    rng = np.random.default_rng(0)
+    cands: list[str] = []
+    refs: list[list[str]] = []
+    for _ in range(1500):
+        words = [f"w{v}" for v in rng.integers(0, 10**7, size=40)]
+        cands.append(" ".join(words[:20]))
+        refs.append([" ".join(words[i : i + 25]) for i in (0, 5, 10)] + [" ".join(words[::-1])])
+    expect, expect_per, got, got_per = _bleu_pair(cands, refs)
+    np.testing.assert_allclose(got, expect, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(got_per, expect_per, atol=1e-9, rtol=0)
 
 
 def test_input_errors() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
+from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,8 +22,38 @@ class NgramCounts:
     n_grams: int  # number of distinct n-grams of this order in the corpus
 
 
-def ngram_counts(sentences: Sequence[Sequence[str]], n_max: int = 4) -> list[NgramCounts]:
-    """Per-order sparse n-gram count tables for whitespace-tokenised sentences (index k is order k+1).
+class NgramTables(Sequence[NgramCounts]):
+    """A corpus as token ids plus its per-order n-gram count tables (index k is order k+1).
+
+    The tables cost one stable sort per order, so they are built on first use: BLEU works from the
+    token ids alone and never triggers them; CIDEr-D does.
+    """
+
+    def __init__(self, ids: NDArray[np.int64], lengths: NDArray[np.int64], n_words: int, n_max: int) -> None:
+        self.ids = ids  # one id per token, sentence after sentence; equal words share an id
+        self.lengths = lengths  # tokens per sentence
+        self.n_words = n_words  # every id is < n_words
+        self.n_max = n_max
+
+    @cached_property
+    def _tables(self) -> list[NgramCounts]:
+        return _count_tables(self.ids, self.lengths, self.n_words, self.n_max)
+
+    def __len__(self) -> int:
+        return self.n_max
+
+    @overload
+    def __getitem__(self, index: int) -> NgramCounts: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NgramCounts]: ...
+
+    def __getitem__(self, index: int | slice) -> NgramCounts | list[NgramCounts]:
+        return self._tables[index]
+
+
+def ngram_counts(sentences: Sequence[Sequence[str]], n_max: int = 4) -> NgramTables:
+    """Token ids of whitespace-tokenised sentences, with n-gram count tables for orders 1..n_max.
 
     An n-gram's id is the compacted pair (id of its (n-1)-gram prefix, id of its last token), so keys stay
     small integers at every order and equal n-grams get equal ids across all sentences.
@@ -31,9 +63,15 @@ def ngram_counts(sentences: Sequence[Sequence[str]], n_max: int = 4) -> list[Ngr
     vocab = {w: i for i, w in enumerate(dict.fromkeys(flat))}
     ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
-    sent = np.repeat(np.arange(len(sentences), dtype=np.int64), lengths)
+    return NgramTables(ids, lengths, len(vocab), n_max)
+
+
+def _count_tables(
+    ids: NDArray[np.int64], lengths: NDArray[np.int64], n_words: int, n_max: int
+) -> list[NgramCounts]:
+    sent = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
     n_tok = ids.size
-    v = max(len(vocab), 1)
+    v = max(n_words, 1)
     prev = ids  # gram id of the (n-1)-gram starting at each position, -1 where there is none
     out: list[NgramCounts] = []
     for n in range(1, n_max + 1):

@@ -8,6 +8,8 @@ norms are non-zero, Gaussian length penalty with sigma=6 where "length" is the n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -15,7 +17,7 @@ from argus_eval.metrics._ngrams import NgramCounts
 
 
 def cider_d(
-    counts: list[NgramCounts],
+    counts: Sequence[NgramCounts],
     n_images: int,
     ref_image: NDArray[np.int64],
     sigma: float = 6.0,
