@@ -229,3 +229,6 @@ def provider_from_config(params: dict[str, Any]) -> RegionFeatureProvider:
     """Rebuild a provider from its describe() dict (as stored in a checkpoint config)."""
     kw = {k: v for k, v in params.items() if k != "kind"}
     return REGION_PROVIDERS.get(str(params.get("kind", "")))(**kw)
+
+
+REGION_PROVIDERS.register("segments", "argus_eval.models.region_segments:SegmentRegionFeatures")
