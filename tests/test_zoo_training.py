@@ -81,3 +81,28 @@ def test_zoo_list_json_matches_manifest() -> None:
     rows = json.loads(res.output)
     assert [r["name"] for r in rows] == sorted(read_manifest().get("models", {}))
     assert all(r["present"] for r in rows)
+
+
+def test_lxmert_curriculum_pools_hold_only_their_questions() -> None:
+    from argus_eval.zoo.qa_mix import curriculum_pool
+
+    qs = load_split("studio", "train", 40).questions
+    colour = curriculum_pool(qs, "query_color")
+    attrs = curriculum_pool(qs, "query")
+    assert colour and set(colour) < set(attrs) < set(range(len(qs)))
+    assert all(is_zero_hop(qs[i]) and qs[i]["qtype"] == "query_color" for i in colour)
+    assert all(is_zero_hop(qs[i]) and qs[i]["qtype"].startswith("query_") for i in attrs)
+    assert curriculum_pool(qs, "all") == list(range(len(qs)))
+
+
+def test_lxmert_training_is_deterministic_and_reloads_with_its_region_provider(tmp_path: Path) -> None:
+    from argus_eval.models.region_segments import SegmentRegionFeatures
+    from argus_eval.models.regions import CONFIG_KEY, provider_from_config
+    from argus_eval.zoo.train_lxmert import train
+
+    for tag in ("a", "b"):
+        train(tmp_path / tag, 5, None, _quiet, steps=3, n_images=12)
+    wa, wb = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    stored = json.loads((tmp_path / "a" / "config.json").read_text())[CONFIG_KEY]
+    assert isinstance(provider_from_config(stored), SegmentRegionFeatures)

@@ -5,8 +5,9 @@ template around [image, task prompt], then the target and the end-of-turn token.
 tasks' defaults (captioning and reasoning), so the default run asks what the model was trained on.
 Loss is averaged per sample, so one-word answers weigh as much as 20-word captions (pitfall 11).
 
-Two phases: captions only first (caption training grounds the vision tower, zoo-notes), then a mix of
-captions and questions with the zero-hop questions oversampled.
+Phases: captions only first (caption training grounds the vision tower, zoo-notes); optionally a
+grounding phase of captions plus colour questions only (a useless answer prior, so looking pays; see
+qa_mix.curriculum_pool); then a mix of captions and every question, zero-hop ones oversampled.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from argus_eval.models.protocols import Generator, Model
 from argus_eval.zoo import evaluate as ev
 from argus_eval.zoo.data import SplitData, load_split
 from argus_eval.zoo.loop import Schedule, param_groups, run_phase, seed_everything
-from argus_eval.zoo.qa_mix import QuestionSampler
+from argus_eval.zoo.qa_mix import QuestionSampler, curriculum_pool
 from argus_eval.zoo.recipes import Log, Trained
 
 
@@ -58,6 +59,8 @@ class ChatRecipe:
     caption_share: float  # captions in the mixed phase
     easy_share: float  # zero-hop questions among the mixed phase's questions
     vision_lr_scale: float
+    grounding_phase: Schedule | None = None
+    grounding_questions: str = "query_color"  # a curriculum_pool stage
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,9 @@ def train_chat(
         )
 
     def questions(size: int, g: torch.Generator) -> tuple[list[Any], list[str], list[str]]:
-        qs = [pool.split.questions[k] for k in sampler.batch(size, g)]
+        return as_parts([pool.split.questions[k] for k in sampler.batch(size, g)])
+
+    def as_parts(qs: list[dict[str, Any]]) -> tuple[list[Any], list[str], list[str]]:
         return (
             [pool.images[q["image_index"]] for q in qs],
             [qa_prompt.format(question=q["question"]) for q in qs],
@@ -187,33 +192,34 @@ def train_chat(
         n_cap = round(recipe.batch * recipe.caption_share)
         return loss_of([captions(n_cap, g), questions(recipe.batch - n_cap, g)])
 
-    split_s = (
-        None
-        if seconds is None
-        else seconds * recipe.caption_phase.steps / (recipe.caption_phase.steps + recipe.mixed_phase.steps)
-    )
-    log("  phase 1: captions only")
-    p1 = run_phase(model, caption_step, recipe.caption_phase, gen, split_s, log, groups)
-    log("  phase 2: captions + questions")
-    p2 = run_phase(
-        model,
-        mixed_step,
-        recipe.mixed_phase,
-        gen,
-        None if seconds is None else seconds - p1.seconds,
-        log,
-        groups,
-    )
+    grounding = curriculum_pool(pool.split.questions, recipe.grounding_questions)
+
+    def grounding_step(i: int, g: torch.Generator) -> torch.Tensor:
+        n_cap = round(recipe.batch * recipe.caption_share)
+        pick = torch.randint(0, len(grounding), (recipe.batch - n_cap,), generator=g).tolist()
+        return loss_of([captions(n_cap, g), as_parts([pool.split.questions[grounding[k]] for k in pick])])
+
+    phases = [("captions only", caption_step, recipe.caption_phase)]
+    if recipe.grounding_phase is not None and grounding:
+        phases.append(
+            (f"captions + {recipe.grounding_questions} questions", grounding_step, recipe.grounding_phase)
+        )
+    phases.append(("captions + questions", mixed_step, recipe.mixed_phase))
+    planned = sum(sch.steps for _, _, sch in phases)
+    done: list[Any] = []
+    for k, (title, fn, sch) in enumerate(phases, start=1):
+        log(f"  phase {k}: {title}")
+        share = None if seconds is None else seconds * sch.steps / planned
+        done.append(run_phase(model, fn, sch, gen, share, log, groups))
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
     return Trained(
         params=sum(p.numel() for p in model.parameters()),
-        steps=p1.steps + p2.steps,
-        seconds=p1.seconds + p2.seconds,
+        steps=sum(r.steps for r in done),
+        seconds=sum(r.seconds for r in done),
         config={
             "batch": recipe.batch,
-            "caption_phase_steps": p1.steps,
-            "mixed_phase_steps": p2.steps,
+            "phases": [{"phase": t, "steps": r.steps} for (t, _, _), r in zip(phases, done, strict=True)],
             "lr": recipe.mixed_phase.lr,
             "vision_lr_scale": recipe.vision_lr_scale,
             "caption_share": recipe.caption_share,
@@ -227,7 +233,7 @@ def train_chat(
             "captions": sum(len(c) for c in pool.captions),
             "sampling": sampler.describe(),
         },
-        losses=p1.losses + p2.losses,
+        losses=[x for r in done for x in r.losses],
     )
 
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-THREADS = 2  # the training machine's cores are shared; more threads only contend
+# One thread: with the other core busy, two threads ran a step ~15x slower (they wait on each other);
+# one thread per process is predictable on a shared 2-core machine. Results depend on it, so it is fixed.
+THREADS = 1
 
 StepFn = Callable[[int, torch.Generator], torch.Tensor]
 Log = Callable[[str], None]

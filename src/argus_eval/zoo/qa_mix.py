@@ -7,6 +7,7 @@ are the ones whose answer the image alone decides with one step of reasoning.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -41,3 +42,15 @@ class QuestionSampler:
             "zero_hop_questions": len(self.easy),
             "questions": len(self.all),
         }
+
+
+def curriculum_pool(questions: Sequence[dict[str, Any]], which: str) -> list[int]:
+    """Indices of the zero-hop questions of one query type ("query_color"), of every query type
+    ("query"), or of every question ("all"): the stages of the zoo's QA curricula.
+
+    Trained on every question from the start, tiny QA models settle on the blind per-type prior; a
+    first stage of colour questions alone (8 answers, a useless prior) makes looking pay.
+    """
+    if which == "all":
+        return list(range(len(questions)))
+    return [i for i, q in enumerate(questions) if is_zero_hop(q) and str(q["qtype"]).startswith(which)]

@@ -25,7 +25,6 @@ ARCH: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "mlp": 256, "pat
 SCHEDULE = Schedule(steps=900, lr=1e-3, weight_decay=0.01, warmup=30)
 BATCH = 32  # images per step, each with all its references (5 x 32 captions)
 # One thread: with a core busy elsewhere, two OpenMP threads ran this model ~15x slower (spin-waits).
-THREADS = 1
 
 
 def build_tokenizer() -> Any:
@@ -100,7 +99,6 @@ def train(
 ) -> Trained:
     """Caption LM training on every reference of each image; saves zoo:blip into out_dir."""
     gen = seed_everything(seed)
-    torch.set_num_threads(THREADS)
     split = load_split(DOMAIN, "train", n_images)
     tok = build_tokenizer()
     processor = build_processor(tok)
@@ -149,7 +147,6 @@ def train(
             "vocab": len(tok),
             "batch": BATCH,
             "lr": SCHEDULE.lr,
-            "threads": THREADS,
             "loss": "caption LM on all 5 references per image, token mean, pads masked, no smoothing",
         },
         data={"domain": DOMAIN, "split": "train", **split.counts()},

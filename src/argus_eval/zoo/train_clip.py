@@ -25,7 +25,6 @@ ARCH: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "mlp": 256, "pro
 SCHEDULE = Schedule(steps=700, lr=1e-3, weight_decay=0.1, warmup=30)
 BATCH = 64  # images per step, each with all its captions (5 x 64 texts)
 # One thread: with a core busy elsewhere, two OpenMP threads ran these towers ~15x slower (spin-waits).
-THREADS = 1
 
 
 def bpe_tables(words: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -105,7 +104,6 @@ def train(
 ) -> Trained:
     """Train and save zoo:clip into out_dir."""
     gen = seed_everything(seed)
-    torch.set_num_threads(THREADS)
     split = load_split(DOMAIN, "train", n_images)
     tok = build_tokenizer(shapesworld_words())
     processor = build_processor(tok)
@@ -152,7 +150,6 @@ def train(
             "vocab": len(tok),
             "batch": BATCH,
             "lr": SCHEDULE.lr,
-            "threads": THREADS,
             "loss": "symmetric multi-positive InfoNCE over all 5 captions per image, learnable temperature",
         },
         data={"domain": DOMAIN, "split": "train", **split.counts()},

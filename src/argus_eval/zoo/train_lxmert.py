@@ -1,8 +1,13 @@
-"""zoo:lxmert: LxmertForQuestionAnswering over the 28 CLEVR answers, reading grid "region" features.
+"""zoo:lxmert: LxmertForQuestionAnswering over the 28 CLEVR answers, reading object regions.
 
-The regions are the adapter's own GridRegionFeatures (raw pixel patches, LXMERT's visn_fc acting as the
-patch embedding), and their parameters are stored in config.json, so the checkpoint reloads through
-the LXMERT adapter with no options.
+LXMERT reads one feature vector per object, as its detector would give; here the regions come from the
+adapter's SegmentRegionFeatures (foreground blobs), whose parameters are stored in config.json, so the
+checkpoint reloads through the LXMERT adapter with no options.
+
+Trained on the full question mix from the start, the model settles on the blind per-type answer prior
+and never looks at the image (zoo-notes). A curriculum avoids that plateau: first only "what colour is
+X" questions, where the prior is useless (8 colours) and the only way to lower the loss is to find X
+among the regions; then every single-attribute query; then every question, zero-hop ones oversampled.
 """
 
 from __future__ import annotations
@@ -15,22 +20,27 @@ import torch
 from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CLASSIFY, Classifier, Model
-from argus_eval.models.regions import CONFIG_KEY, GridRegionFeatures
+from argus_eval.models.region_segments import SegmentRegionFeatures
+from argus_eval.models.regions import CONFIG_KEY, RegionFeatureProvider
 from argus_eval.zoo import evaluate as ev
 from argus_eval.zoo.data import load_split
 from argus_eval.zoo.loop import Schedule, run_phase, seed_everything
-from argus_eval.zoo.qa_mix import QuestionSampler
+from argus_eval.zoo.qa_mix import QuestionSampler, curriculum_pool
 from argus_eval.zoo.recipes import Log, Recipe, Trained
 from argus_eval.zoo.vocab import shapesworld_words, word_level
 
 DOMAIN = "studio"
-TRAIN_IMAGES = 2000
-GRID = {"image_size": 96, "grid": 8}
+TRAIN_IMAGES = 4000
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 ARCH: dict[str, int] = {"hidden": 128, "heads": 4, "mlp": 256, "l_layers": 2, "x_layers": 2, "r_layers": 1}
-SCHEDULE = Schedule(steps=300, lr=1e-3, weight_decay=0.01, warmup=20)
 BATCH = 64
-EASY_SHARE = 0.6
+EASY_SHARE = 0.5  # zero-hop share of the last phase's questions
+# (phase name, which questions, schedule): the curriculum described above.
+PHASES: tuple[tuple[str, str, Schedule], ...] = (
+    ("colour", "query_color", Schedule(steps=1000, lr=1e-3, warmup=30)),
+    ("attributes", "query", Schedule(steps=600, lr=1e-3, warmup=30)),
+    ("all", "all", Schedule(steps=1000, lr=1e-3, warmup=30)),
+)
 
 
 def build_tokenizer() -> Any:
@@ -48,7 +58,7 @@ def build_tokenizer() -> Any:
     )
 
 
-def build_model(tok: Any, regions: GridRegionFeatures) -> Any:
+def build_model(tok: Any, regions: RegionFeatureProvider) -> Any:
     """A small LXMERT with a 28-way answer head labelled by config id2label."""
     tf = hf_module()
     cfg = tf.LxmertConfig(
@@ -79,47 +89,70 @@ def train(
     steps: int | None = None,
     n_images: int = TRAIN_IMAGES,
 ) -> Trained:
-    """28-way answer classification, zero-hop questions oversampled; saves zoo:lxmert into out_dir."""
+    """The three-phase curriculum (steps, if given, is split evenly over the phases); saves zoo:lxmert."""
     gen = seed_everything(seed)
     split = load_split(DOMAIN, "train", n_images)
     tok = build_tokenizer()
-    regions = GridRegionFeatures(**GRID)
+    regions = SegmentRegionFeatures()
     model = build_model(tok, regions)
-    sampler = QuestionSampler(split, EASY_SHARE)
     label = {a: i for i, a in enumerate(ANSWER_VOCAB)}
+    log(f"  region features for {len(split.images)} training images")
+    reg = regions.regions(list(split.images))  # once: every step reads rows of these
+    feats, boxes = torch.from_numpy(reg.features), torch.from_numpy(reg.boxes)
+    qs = split.questions
+    enc = tok([q["question"] for q in qs], padding="longest", truncation=True, return_tensors="pt")
+    image_of = torch.tensor([q["image_index"] for q in qs])
+    answer_of = torch.tensor([label[q["answer"]] for q in qs])
+    sampler = QuestionSampler(split, EASY_SHARE)
 
-    def step(i: int, g: torch.Generator) -> torch.Tensor:
-        qs = [split.questions[k] for k in sampler.batch(BATCH, g)]
-        reg = regions.regions([split.images[q["image_index"]] for q in qs])
-        enc = tok([q["question"] for q in qs], padding="longest", truncation=True, return_tensors="pt")
+    def forward(idx: torch.Tensor) -> torch.Tensor:
+        img = image_of[idx]
         out = model(
-            input_ids=enc["input_ids"],
-            attention_mask=enc["attention_mask"],
-            visual_feats=torch.from_numpy(reg.features),
-            visual_pos=torch.from_numpy(reg.boxes),
-            labels=torch.tensor([label[q["answer"]] for q in qs]),
+            input_ids=enc["input_ids"][idx],
+            attention_mask=enc["attention_mask"][idx],
+            visual_feats=feats[img],
+            visual_pos=boxes[img],
+            labels=answer_of[idx],
         )
         loss: torch.Tensor = out.loss
         return loss
 
-    schedule = SCHEDULE if steps is None else Schedule(steps=steps, lr=SCHEDULE.lr, warmup=min(steps, 20))
-    res = run_phase(model, step, schedule, gen, seconds, log)
+    total_steps, total_s, losses = 0, 0.0, list[float]()
+    budget_steps = sum(sch.steps for _, _, sch in PHASES)
+    for name, which, schedule in PHASES:
+        if steps is not None:
+            schedule = Schedule(steps=max(1, steps // len(PHASES)), lr=schedule.lr, warmup=min(steps, 30))
+        share = None if seconds is None else seconds * schedule.steps / budget_steps
+        pool = torch.tensor(curriculum_pool(qs, which), dtype=torch.long)
+        log(f"  phase {name}: {len(pool)} questions")
+        if len(pool) == 0:  # only in tiny test splits
+            continue
+
+        def step(i: int, g: torch.Generator, pool: torch.Tensor = pool, which: str = which) -> torch.Tensor:
+            if which == "all":
+                return forward(torch.tensor(sampler.batch(BATCH, g)))
+            return forward(pool[torch.randint(0, len(pool), (BATCH,), generator=g)])
+
+        res = run_phase(model, step, schedule, gen, share, log)
+        total_steps, total_s, losses = total_steps + res.steps, total_s + res.seconds, losses + res.losses
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     return Trained(
         params=sum(p.numel() for p in model.parameters()),
-        steps=res.steps,
-        seconds=res.seconds,
+        steps=total_steps,
+        seconds=total_s,
         config={
             **ARCH,
             "regions": regions.describe(),
             "vocab": len(tok),
             "batch": BATCH,
-            "lr": SCHEDULE.lr,
+            "curriculum": [
+                {"phase": n, "questions": w, "steps": sch.steps, "lr": sch.lr} for n, w, sch in PHASES
+            ],
             "loss": "28-way cross-entropy",
         },
         data={"domain": DOMAIN, "split": "train", **split.counts(), "sampling": sampler.describe()},
-        losses=res.losses,
+        losses=losses,
     )
 
 
@@ -146,7 +179,7 @@ RECIPE = Recipe(
     family="lxmert",
     capabilities=(CLASSIFY,),
     seed=3,
-    note="tiny LXMERT QA head over pixel-grid regions, ShapesWorld studio questions (zero-hop oversampled)",
+    note="tiny LXMERT QA head over segmented object regions, ShapesWorld studio questions (curriculum)",
     train=train,
     evaluate=evaluate,
 )
