@@ -146,3 +146,23 @@ def test_five_fold_matches_per_fold_average() -> None:
         assert out[key] == pytest.approx(expect[key], abs=1e-12)
     with pytest.raises(MetricError, match="equal folds"):
         five_fold_1k(sim[:49], t2i[t2i < 49])
+
+
+def test_chance_recall_matches_hand_counts_and_a_random_ranking_simulation() -> None:
+    from argus_eval.metrics.retrieval import chance_recall_at_k
+
+    one_hot = np.eye(10, dtype=bool)
+    assert chance_recall_at_k(one_hot, 1) == pytest.approx(0.1)
+    assert chance_recall_at_k(one_hot, 5) == pytest.approx(0.5)
+    # 2 positives of 4 candidates, k=2: miss only when both picks are the 2 negatives, 1/C(4,2) = 1/6.
+    two = np.array([[True, True, False, False]])
+    assert chance_recall_at_k(two, 2) == pytest.approx(5 / 6)
+    assert chance_recall_at_k(np.ones((3, 4), dtype=bool), 1) == 1.0
+    rng = np.random.default_rng(0)
+    truth = rng.random((40, 30)) < 0.1
+    hits = 0
+    trials = 2000
+    for _ in range(trials):
+        top = np.argsort(rng.random(truth.shape), axis=1)[:, :5]
+        hits += int(np.take_along_axis(truth, top, axis=1).any(axis=1).sum())
+    assert chance_recall_at_k(truth, 5) == pytest.approx(hits / (trials * 40), abs=0.01)

@@ -185,6 +185,16 @@ def zoo_train(
     train_zoo(name, seconds, seed, console)
 
 
+@zoo_app.command("eval")
+def zoo_eval(
+    name: Annotated[str | None, typer.Argument(help="Zoo model to measure (default: all, in order).")] = None,
+) -> None:
+    """Measure shipped checkpoints again on held-out ShapesWorld (no training); update the manifest's eval."""
+    from argus_eval.commands.zoo_cmd import eval_zoo
+
+    eval_zoo(name, console)
+
+
 @app.command("score-captions")
 def score_captions(
     results: Annotated[Path, typer.Argument(help='COCO results file: [{"image_id", "caption"}].')],

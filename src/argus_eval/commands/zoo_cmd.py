@@ -81,3 +81,16 @@ def train_zoo(name: str | None, seconds: float | None, seed: int | None, console
         )
     if len(names) > 1:
         console.print(f"zoo: {len(names)} models in {time.perf_counter() - start:.0f} s")
+
+
+def eval_zoo(name: str | None, console: Console) -> None:
+    """Re-measure one zoo model (or all) through its adapter and rewrite the manifest's eval figures."""
+    from argus_eval.zoo.build import remeasure
+    from argus_eval.zoo.recipes import ORDER, RECIPES
+
+    names = [name] if name else list(ORDER)
+    for n in names:
+        RECIPES.get(n)
+    for n in names:
+        entry = remeasure(n, log=lambda s: console.print(s, highlight=False))
+        console.print(f"zoo:{n}: measured in {entry['eval']['seconds']} s, manifest updated")

@@ -145,6 +145,22 @@ def recall_from_ranks(ranks: ArrayLike, ks: Sequence[int] = (1, 5, 10)) -> dict[
     return {int(k): float(np.count_nonzero(r < k)) / r.size for k in ks}
 
 
+def chance_recall_at_k(positives: ArrayLike | sp.spmatrix | sp.sparray, k: int) -> float:
+    """Expected recall@k of a uniformly random ranking, for (n_queries, n_candidates) boolean truth.
+
+    A query with p positives among n candidates misses only if all k picks are negatives:
+    1 - C(n-p, k) / C(n, k). With one positive per query this is k / n.
+    """
+    pos = sp.csr_matrix(positives, dtype=bool)
+    n = pos.shape[1]
+    if k < 1 or n == 0:
+        raise MetricError(f"chance_recall_at_k needs k >= 1 and at least one candidate (k={k}, n={n})")
+    p = np.asarray(pos.sum(axis=1), dtype=np.float64).ravel()
+    i = np.arange(min(k, n), dtype=np.float64)
+    miss = np.prod(np.clip((n - p[:, None] - i) / (n - i), 0.0, None), axis=1)
+    return float(np.mean(1.0 - miss))
+
+
 def recall_at_k(
     similarity: ArrayLike,
     text_to_image: ArrayLike,

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB
 from argus_eval.metrics.caption import score_captions
-from argus_eval.metrics.retrieval import recall_at_k
+from argus_eval.metrics.retrieval import chance_recall_at_k, recall_at_k
 from argus_eval.metrics.vqa import exact_match
 from argus_eval.models.protocols import Embedder, Generator
 from argus_eval.zoo.data import DOMAIN_NAMES, SplitData, blind_prior, majority_answer, test_split
@@ -45,11 +45,18 @@ def retrieval(model: Embedder, log: Log) -> dict[str, Any]:
         sim = model.embed_images(list(split.images)) @ model.embed_texts(texts).T
         rec = recall_at_k(sim, owner, ks=(1, 5, 10))
         # Many captions are true of several images; the generator knows which (exact multi-positive truth).
-        multi = recall_at_k(sim, owner, ks=(1, 5), positives=split.positives())
+        truth = split.positives()  # (texts, images)
+        multi = recall_at_k(sim, owner, ks=(1, 5), positives=truth)
         n = len(split.images)
         out[domain] = {
             **{k: _r(v) for k, v in rec.items()},
             **{f"multi_positive_{k}": _r(v) for k, v in multi.items()},
+            # A random ranking scores higher under multi-positive truth than k/n: its own chance level.
+            **{
+                f"multi_positive_chance_{d}_R@{k}": _r(chance_recall_at_k(t, k))
+                for d, t in (("i2t", truth.T), ("t2i", truth))
+                for k in (1, 5)
+            },
             "chance_R@1": _r(1 / n),
             "chance_R@5": _r(5 / n),
             "images": n,
