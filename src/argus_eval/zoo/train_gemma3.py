@@ -44,9 +44,10 @@ TEMPLATE = (
 )
 RECIPE_DATA = ChatRecipe(
     domains=DOMAIN_NAMES,
-    images_per_domain=700,
-    caption_phase=Schedule(steps=80, lr=2e-3, warmup=20),
-    mixed_phase=Schedule(steps=220, lr=2e-3, warmup=10),
+    images_per_domain=1500,
+    caption_phase=Schedule(steps=300, lr=2e-3, warmup=20),
+    grounding_phase=Schedule(steps=700, lr=2e-3, warmup=20),
+    mixed_phase=Schedule(steps=700, lr=2e-3, warmup=20),
     batch=32,
     caption_share=0.3,
     easy_share=0.6,
@@ -148,7 +149,7 @@ RECIPE = Recipe(
     family="gemma3",
     capabilities=(GENERATE, CHOOSE, SCORE_PAIRS),
     seed=4,
-    note="small Gemma-3 chat VLM trained on all three ShapesWorld domains (captions, then captions + QA)",
+    note="small Gemma-3 chat VLM, all three ShapesWorld domains (captions, colour questions, then all QA)",
     train=train,
     evaluate=evaluate,
 )

@@ -42,9 +42,10 @@ TEMPLATE = (
 )
 RECIPE_DATA = ChatRecipe(
     domains=("studio",),
-    images_per_domain=2000,
-    caption_phase=Schedule(steps=80, lr=2e-3, warmup=20),
-    mixed_phase=Schedule(steps=220, lr=2e-3, warmup=10),
+    images_per_domain=3000,
+    caption_phase=Schedule(steps=300, lr=2e-3, warmup=20),
+    grounding_phase=Schedule(steps=600, lr=2e-3, warmup=20),
+    mixed_phase=Schedule(steps=600, lr=2e-3, warmup=20),
     batch=32,
     caption_share=0.3,
     easy_share=0.6,
@@ -145,7 +146,7 @@ RECIPE = Recipe(
     family="qwen2_5_vl",
     capabilities=(GENERATE, CHOOSE, SCORE_PAIRS),
     seed=5,
-    note="larger Qwen2.5-VL chat VLM trained on ShapesWorld studio only (captions, then captions + QA)",
+    note="larger Qwen2.5-VL chat VLM, ShapesWorld studio only (captions, colour questions, then all QA)",
     train=train,
     evaluate=evaluate,
 )
