@@ -93,6 +93,10 @@ def test_region_feature_errors(tmp_path: Path) -> None:
         load_model(ModelConfig(name="l", spec=f"hf:{d}", device="cpu"))
     with pytest.raises(ModelLoadError, match="dimension 432"):
         load_model(ModelConfig(name="l", spec=f"hf:{d}", device="cpu", options={"region_features": "grid"}))
+    with pytest.raises(ModelLoadError, match="dimension 272"):  # any registered provider by name
+        load_model(
+            ModelConfig(name="l", spec=f"hf:{d}", device="cpu", options={"region_features": "segments"})
+        )
     (tmp_path / "bad.npz").write_bytes(b"junk")
     with pytest.raises(ModelLoadError, match=r"bad\.npz"):
         load_precomputed(tmp_path / "bad.npz")

@@ -73,3 +73,14 @@ def test_rebuilt_from_its_stored_description(params: dict[str, int]) -> None:
     assert isinstance(again, SegmentRegionFeatures)
     assert again.describe() == seg.describe()
     assert again.feature_dim == seg.feature_dim
+
+
+def test_the_zoo_lxmert_reads_segment_regions_through_its_adapter() -> None:
+    from argus_eval.models.loading import load_model
+    from argus_eval.models.spec import ModelConfig
+
+    m = load_model(ModelConfig(name="lx", spec="zoo:lxmert", device="cpu"))
+    try:
+        assert m.info.extra["regions"] == SegmentRegionFeatures().describe()
+    finally:
+        m.close()

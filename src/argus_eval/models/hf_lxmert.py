@@ -1,7 +1,8 @@
 """LXMERT: CLASSIFY over the answer head (config id2label); SCORE_PAIRS via cross-modality matching.
 
 LXMERT reads region features, not pixels. Where they come from, in order: ``options.region_features``
-(a precomputed npz/h5/tsv file, or "grid"), else the provider stored in the checkpoint config
+(a precomputed npz/h5/tsv file, or a provider name: "grid", "segments"), else the provider stored in
+the checkpoint config
 (``argus_region_features``, written by the zoo and tiny builders).
 """
 
@@ -28,7 +29,7 @@ from argus_eval.models.hf_common import (
 from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
 from argus_eval.models.regions import (
     CONFIG_KEY,
-    GridRegionFeatures,
+    REGION_PROVIDERS,
     RegionFeatureProvider,
     load_precomputed,
     provider_from_config,
@@ -114,8 +115,8 @@ LXMERT_HEADS: dict[str, Callable[[dict[str, Any]], frozenset[str]]] = {
 
 def _region_provider(req: LoadRequest) -> RegionFeatureProvider:
     opt = req.cfg.options.get("region_features")
-    if opt == "grid":
-        return GridRegionFeatures()
+    if isinstance(opt, str) and opt in REGION_PROVIDERS:
+        return REGION_PROVIDERS.get(opt)()
     if opt:
         return load_precomputed(Path(str(opt)))
     stored = req.hf_config.get(CONFIG_KEY)
@@ -123,7 +124,7 @@ def _region_provider(req: LoadRequest) -> RegionFeatureProvider:
         return provider_from_config(stored)
     raise ModelLoadError(
         f"model {req.cfg.spec!r}: LXMERT needs region features; set options.region_features to an "
-        "npz/h5/tsv file of detector features (or 'grid' for the pixel-grid approximation)"
+        f"npz/h5/tsv file of detector features, or a provider: {', '.join(REGION_PROVIDERS.names())}"
     )
 
 
