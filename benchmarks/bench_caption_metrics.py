@@ -1,8 +1,8 @@
 """Caption metrics: argus_eval vs pycocoevalcap 1.2 on synthetic corpora (n images x 5 references).
 
 Prints, per size, the time of each implementation measured in the same run and the speed-up ratio for
-CIDEr-D and BLEU (on pre-tokenised text, our time includes building the n-gram counts; the whitespace
-split, shared by both in score_captions, is timed and reported on its own line) and for the whole
+CIDEr-D and BLEU (from the same PTB-tokenised strings on both sides, so both times include splitting
+them into words and counting n-grams) and for the whole
 score_captions vs the COCOEvalCap steps (PTB tokenisation, BLEU, METEOR, ROUGE_L, CIDEr), plus the
 largest absolute difference between the two results.
 Usage: python benchmarks/bench_caption_metrics.py [--sizes 5000 40000] [--skip-whole] [--repeat 3]
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from argus_eval.metrics._ngrams import ngram_counts
+from argus_eval.metrics._ngrams import ngram_counts_text
 from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.caption import score_captions
@@ -60,28 +60,23 @@ def _best(fn: Callable[[], T], repeat: int) -> tuple[T, float]:
 
 def _ours_cider_bleu(
     cands: list[str], refs: list[list[str]], repeat: int
-) -> tuple[Any, tuple[Any, Any], float, float, float]:
-    """CIDEr-D per image, BLEU (corpus, per-sample), their times, and the time of splitting the text."""
+) -> tuple[Any, tuple[Any, Any], float, float]:
+    """CIDEr-D per image, BLEU (corpus, per-sample) and their times, each from the tokenised strings."""
     n = len(cands)
     ref_image = np.repeat(np.arange(n), [len(r) for r in refs])
-    (cw, rw), t_split = _best(
-        lambda: ([c.split() for c in cands], [r.split() for rs in refs for r in rs]), repeat
-    )
+    texts = [*cands, *(r for rs in refs for r in rs)]
 
     def cider() -> Any:
-        counts = ngram_counts([*cw, *rw], 4)
-        return cider_d(counts, n, ref_image)
+        return cider_d(ngram_counts_text(texts, 4), n, ref_image)
 
     def bleu() -> tuple[Any, Any]:
-        counts = ngram_counts([*cw, *rw], 4)
-        cl = np.array([len(w) for w in cw])
-        rl = np.array([len(w) for w in rw])
-        stats = bleu_stats(counts, n, ref_image, cl, rl)
+        counts = ngram_counts_text(texts, 4)
+        stats = bleu_stats(counts, n, ref_image, counts.lengths[:n], counts.lengths[n:])
         return bleu_from_stats(stats.sum(axis=0), 4)[0], bleu_from_stats(stats, 4)
 
     c, tc = _best(cider, repeat)
     b, tb = _best(bleu, repeat)
-    return c, b, tc, tb, t_split
+    return c, b, tc, tb
 
 
 def _coco_tokenizer(folder: Path) -> Any:
@@ -110,7 +105,7 @@ def run(n: int, whole: bool, repeat: int) -> None:
 
     (_, ref_cs), t_ref_c = _best(lambda: Cider().compute_score(gts, res), repeat)
     (ref_b, ref_bs), t_ref_b = _best(lambda: Bleu(4).compute_score(gts, res, verbose=0), repeat)
-    ours_c, (ours_b, ours_bs), t_c, t_b, t_split = _ours_cider_bleu(tok_cands, tok_refs, repeat)
+    ours_c, (ours_b, ours_bs), t_c, t_b = _ours_cider_bleu(tok_cands, tok_refs, repeat)
     b_diff = max(np.abs(np.array(ref_b) - ours_b).max(), np.abs(np.array(ref_bs).T - ours_bs).max())
     print(f"== {n} images x 5 refs (best of {repeat})")
     print(
@@ -120,12 +115,6 @@ def run(n: int, whole: bool, repeat: int) -> None:
     print(
         f"BLEU-1..4 pycocoevalcap {t_ref_b:6.3f} s  argus {t_b:6.3f} s  ratio {t_ref_b / t_b:5.1f}x  "
         f"max|diff| {b_diff:.1e} (corpus and per-sample)"
-    )
-    # score_captions splits the tokenised text once for CIDEr-D and BLEU together; pycocoevalcap splits
-    # inside each scorer, so its times above include that step and ours do not
-    print(
-        f"split    {t_split:.3f} s (shared, not in argus times); with it: CIDEr-D "
-        f"{t_ref_c / (t_c + t_split):.1f}x, BLEU {t_ref_b / (t_b + t_split):.1f}x"
     )
     if not whole:
         return

@@ -259,3 +259,20 @@ def test_clip_scores_hand_computed() -> None:
     np.testing.assert_allclose(rcs, [2 * 1.5 * 0.8 / 2.3, 2 * 2.5 * 1.0 / 3.5, 0.0])
     with pytest.raises(MetricError, match="row 1"):
         clip_score(img, np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_split_corpus_tables_equal_per_text_tables(seed: int) -> None:
+    from argus_eval.metrics._ngrams import ngram_counts, ngram_counts_text
+
+    rng = np.random.default_rng(seed)
+    words = ["a", "b", "c", "dog", "x\x00y"] if seed == 2 else ["a", "b", "c", "dog", "."]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 7)))) for _ in range(40)]
+    texts[0] = ""
+    got, want = ngram_counts_text(texts), ngram_counts([t.split() for t in texts])
+    assert got.n_words == want.n_words
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    for g, w in zip(got, want, strict=True):
+        for field in ("sentence", "gram", "count"):
+            np.testing.assert_array_equal(getattr(g, field), getattr(w, field))

@@ -66,6 +66,36 @@ def ngram_counts(sentences: Sequence[Sequence[str]], n_max: int = 4) -> NgramTab
     return NgramTables(ids, lengths, len(vocab), n_max)
 
 
+_SEP = "\x00"  # never whitespace, so it survives str.split() as a token of its own
+
+
+def ngram_counts_text(texts: Sequence[str], n_max: int = 4) -> NgramTables:
+    """ngram_counts of whitespace-split texts, splitting the whole corpus in one call.
+
+    One str.split over the joined corpus, with a separator token between texts, replaces one split (and
+    one list) per text: at 40k images x 5 references that per-text split cost more than BLEU itself.
+    """
+    if not texts:
+        return ngram_counts([], n_max)
+    joined = f" {_SEP} ".join(texts)
+    if joined.count(_SEP) != len(texts) - 1:  # a text holds the separator itself: split one by one
+        return ngram_counts([t.split() for t in texts], n_max)
+    flat = joined.split()
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(flat))}
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    sep = vocab.get(_SEP, -1)
+    cuts = np.flatnonzero(ids == sep)
+    lengths = np.diff(np.concatenate([[-1], cuts, [ids.size]])) - 1
+    keep = ids != sep
+    # Re-number without the separator so ids stay dense in [0, n_words).
+    remap = np.arange(len(vocab), dtype=np.int64)
+    n_words = len(vocab)
+    if sep >= 0:
+        remap[sep + 1 :] -= 1
+        n_words -= 1
+    return NgramTables(remap[ids[keep]], lengths.astype(np.int64), n_words, n_max)
+
+
 def _count_tables(
     ids: NDArray[np.int64], lengths: NDArray[np.int64], n_words: int, n_max: int
 ) -> list[NgramCounts]:
