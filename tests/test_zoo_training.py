@@ -106,3 +106,18 @@ def test_lxmert_training_is_deterministic_and_reloads_with_its_region_provider(t
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     stored = json.loads((tmp_path / "a" / "config.json").read_text())[CONFIG_KEY]
     assert isinstance(provider_from_config(stored), SegmentRegionFeatures)
+
+
+def test_contrastive_loss_rewards_alignment_and_masks_other_pairs_of_the_same_image() -> None:
+    from argus_eval.zoo.chat_vlm import contrastive_loss
+
+    v = torch.eye(4)
+    scale = torch.tensor(3.0)
+    aligned = contrastive_loss(v, v, [0, 1, 2, 3], scale)
+    shuffled = contrastive_loss(v, v[[1, 0, 3, 2]], [0, 1, 2, 3], scale)
+    assert float(aligned) < 0.01 < float(shuffled)
+    # Rows 0 and 1 show the same image: their captions are not negatives for each other.
+    dup = torch.stack([v[0], v[0], v[2], v[3]])
+    masked = contrastive_loss(dup, dup, [0, 0, 2, 3], scale)
+    assert float(masked) < 0.01
+    assert float(contrastive_loss(dup, dup, [0, 1, 2, 3], scale)) > 0.3

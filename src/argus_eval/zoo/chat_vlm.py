@@ -43,6 +43,8 @@ class ChatFamily:
     """What differs between chat VLM families: how to build (model, processor), the turn tokens."""
 
     build: Callable[[list[str]], tuple[Any, Any]]  # vocabulary words -> (model, processor)
+    # (model, processor batch) -> (n, d) mean image-token embedding, for the contrastive auxiliary loss
+    image_vectors: Callable[[Any, dict[str, Any]], torch.Tensor]
     turn_start: str  # the token that opens every turn (masking keeps what follows the last one's role)
     turn_end: str  # appended to every target; generation stops on it
 
@@ -61,6 +63,10 @@ class ChatRecipe:
     vision_lr_scale: float
     grounding_phase: Schedule | None = None
     grounding_questions: str = "query_color"  # a curriculum_pool stage
+    # Weight of an in-batch contrastive loss between the mean image-token embedding and the caption's
+    # mean word embedding, during the caption phase. Without it the tiny vision towers output nearly the
+    # same tokens for every image and the language model learns templates (zoo-notes).
+    contrastive_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,21 @@ class Encoder:
         return enc
 
 
+def contrastive_loss(
+    image_vec: torch.Tensor, text_vec: torch.Tensor, image_ids: list[int], log_scale: torch.Tensor
+) -> torch.Tensor:
+    """Symmetric InfoNCE between (n, d) image and text vectors; other pairs of the same image are masked."""
+    iv = torch.nn.functional.normalize(image_vec, dim=-1)
+    tv = torch.nn.functional.normalize(text_vec, dim=-1)
+    logits = log_scale.exp() * iv @ tv.T
+    same = torch.tensor(image_ids)[:, None] == torch.tensor(image_ids)[None, :]
+    logits = logits.masked_fill(same & ~torch.eye(len(image_ids), dtype=torch.bool), -1e4)
+    y = torch.arange(len(image_ids))
+    return 0.5 * (
+        torch.nn.functional.cross_entropy(logits, y) + torch.nn.functional.cross_entropy(logits.T, y)
+    )
+
+
 def per_sample_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy averaged within each sample, then over samples."""
     lg, lb = logits[:, :-1].float(), labels[:, 1:]
@@ -160,8 +181,11 @@ def train_chat(
     sampler = QuestionSampler(pool.split, recipe.easy_share)
     groups = param_groups(model, lambda n: recipe.vision_lr_scale if "visual" in n or "vision" in n else 1.0)
 
+    last_idx: list[int] = []
+
     def captions(size: int, g: torch.Generator) -> tuple[list[Any], list[str], list[str]]:
         idx = torch.randint(0, len(pool.images), (size,), generator=g).tolist()
+        last_idx[:] = idx
         pick = torch.randint(0, len(pool.captions[0]), (size,), generator=g).tolist()
         return (
             [pool.images[i] for i in idx],
@@ -185,8 +209,25 @@ def train_chat(
         labels = batch.pop("labels")
         return per_sample_loss(model(**batch).logits, labels)
 
+    emb = model.get_input_embeddings()
+    tok = processor.tokenizer
+    log_scale = torch.nn.Parameter(torch.tensor(2.5))
+    groups.append({"params": [log_scale], "lr_scale": 1.0})
+
     def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
-        return loss_of([captions(recipe.batch, g)])
+        ims, prompts, targets = captions(recipe.batch, g)
+        batch = enc.batch(ims, prompts, targets)
+        labels = batch.pop("labels")
+        loss = per_sample_loss(model(**batch).logits, labels)
+        if recipe.contrastive_weight > 0:
+            words = tok(targets, padding=True, add_special_tokens=False, return_tensors="pt")
+            mask = words["attention_mask"][..., None]
+            text_vec = (emb(words["input_ids"]) * mask).sum(1) / mask.sum(1).clamp(min=1)
+            image_vec = family.image_vectors(model, batch)
+            loss = loss + recipe.contrastive_weight * contrastive_loss(
+                image_vec, text_vec, last_idx, log_scale
+            )
+        return loss
 
     def mixed_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
@@ -223,6 +264,7 @@ def train_chat(
             "lr": recipe.mixed_phase.lr,
             "vision_lr_scale": recipe.vision_lr_scale,
             "caption_share": recipe.caption_share,
+            "contrastive_weight": recipe.contrastive_weight,
             "vocab": len(processor.tokenizer),
             "loss": "per-sample mean next-token CE on the answer/caption and end-of-turn token",
         },

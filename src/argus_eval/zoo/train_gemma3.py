@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS, Model
 from argus_eval.zoo.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
@@ -48,6 +50,7 @@ RECIPE_DATA = ChatRecipe(
     caption_phase=Schedule(steps=300, lr=2e-3, warmup=20),
     grounding_phase=Schedule(steps=700, lr=2e-3, warmup=20),
     mixed_phase=Schedule(steps=700, lr=2e-3, warmup=20),
+    contrastive_weight=1.0,
     batch=32,
     caption_share=0.3,
     easy_share=0.6,
@@ -127,7 +130,16 @@ def build(words: list[str]) -> tuple[Any, Any]:
     return model, processor
 
 
-FAMILY = ChatFamily(build=build, turn_start="<start_of_turn>", turn_end="<end_of_turn>")
+def image_vectors(model: Any, batch: dict[str, Any]) -> torch.Tensor:
+    """Mean of each image's projected soft tokens, (n, text hidden)."""
+    out = model.get_image_features(pixel_values=batch["pixel_values"])
+    feats: torch.Tensor = getattr(out, "pooler_output", out)
+    return feats.mean(dim=1)
+
+
+FAMILY = ChatFamily(
+    build=build, image_vectors=image_vectors, turn_start="<start_of_turn>", turn_end="<end_of_turn>"
+)
 
 
 def train(out_dir: Path, seed: int, seconds: float | None, log: Log) -> Trained:

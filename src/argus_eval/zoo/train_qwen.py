@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from argus_eval.models.compat import ensure_qwen_processor_compat
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS, Model
@@ -46,6 +48,7 @@ RECIPE_DATA = ChatRecipe(
     caption_phase=Schedule(steps=300, lr=2e-3, warmup=20),
     grounding_phase=Schedule(steps=600, lr=2e-3, warmup=20),
     mixed_phase=Schedule(steps=600, lr=2e-3, warmup=20),
+    contrastive_weight=1.0,
     batch=32,
     caption_share=0.3,
     easy_share=0.6,
@@ -126,7 +129,18 @@ def _mrope(half: int) -> list[int]:
     return [half - 2 * third, third, third]
 
 
-FAMILY = ChatFamily(build=build, turn_start="<|im_start|>", turn_end="<|im_end|>")
+def image_vectors(model: Any, batch: dict[str, Any]) -> torch.Tensor:
+    """Mean of each image's merged vision tokens, (n, text hidden); every image has the same grid."""
+    out = model.get_image_features(pixel_values=batch["pixel_values"], image_grid_thw=batch["image_grid_thw"])
+    feats = getattr(out, "pooler_output", out)
+    flat = torch.cat(list(feats)) if isinstance(feats, (list, tuple)) else feats
+    n = int(batch["image_grid_thw"].shape[0])
+    return flat.reshape(n, -1, flat.shape[-1]).mean(dim=1)
+
+
+FAMILY = ChatFamily(
+    build=build, image_vectors=image_vectors, turn_start="<|im_start|>", turn_end="<|im_end|>"
+)
 
 
 def train(out_dir: Path, seed: int, seconds: float | None, log: Log) -> Trained:
