@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -121,3 +122,29 @@ def test_contrastive_loss_rewards_alignment_and_masks_other_pairs_of_the_same_im
     masked = contrastive_loss(dup, dup, [0, 0, 2, 3], scale)
     assert float(masked) < 0.01
     assert float(contrastive_loss(dup, dup, [0, 1, 2, 3], scale)) > 0.3
+
+
+@pytest.mark.parametrize("family", ["train_gemma3", "train_qwen"])
+def test_chat_training_runs_every_phase_with_the_contrastive_term(family: str, tmp_path: Path) -> None:
+    import importlib
+    from dataclasses import replace
+
+    from argus_eval.zoo.chat_vlm import prompt_words, train_chat
+    from argus_eval.zoo.vocab import shapesworld_words
+
+    mod = importlib.import_module(f"argus_eval.zoo.{family}")
+    s = Schedule(steps=2, lr=1e-3, warmup=1)
+    recipe = replace(
+        mod.RECIPE_DATA,
+        domains=("studio",),
+        images_per_domain=40,
+        caption_phase=s,
+        grounding_phase=s,
+        mixed_phase=s,
+        batch=4,
+        contrastive_throughout=True,
+    )
+    trained = train_chat(mod.FAMILY, recipe, tmp_path, 3, None, _quiet, shapesworld_words(prompt_words()))
+    assert [p["steps"] for p in trained.config["phases"]] == [2, 2, 2]
+    assert all(np.isfinite(trained.losses))
+    assert (tmp_path / "model.safetensors").is_file()

@@ -67,6 +67,7 @@ class ChatRecipe:
     # mean word embedding, during the caption phase. Without it the tiny vision towers output nearly the
     # same tokens for every image and the language model learns templates (zoo-notes).
     contrastive_weight: float = 0.0
+    contrastive_throughout: bool = False  # also on the captions of the later phases' mixed batches
 
 
 @dataclass(frozen=True)
@@ -203,42 +204,44 @@ def train_chat(
             [q["answer"] for q in qs],
         )
 
-    def loss_of(parts: list[tuple[list[Any], list[str], list[str]]]) -> torch.Tensor:
-        ims = [x for p in parts for x in p[0]]
-        batch = enc.batch(ims, [x for p in parts for x in p[1]], [x for p in parts for x in p[2]])
-        labels = batch.pop("labels")
-        return per_sample_loss(model(**batch).logits, labels)
-
     emb = model.get_input_embeddings()
     tok = processor.tokenizer
     log_scale = torch.nn.Parameter(torch.tensor(2.5))
     groups.append({"params": [log_scale], "lr_scale": 1.0})
 
-    def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
-        ims, prompts, targets = captions(recipe.batch, g)
-        batch = enc.batch(ims, prompts, targets)
+    def loss_of(parts: list[tuple[list[Any], list[str], list[str]]], contrast: bool = False) -> torch.Tensor:
+        """Next-token loss of the batch; with contrast, plus the contrastive term on parts[0] (captions)."""
+        ims = [x for p in parts for x in p[0]]
+        batch = enc.batch(ims, [x for p in parts for x in p[1]], [x for p in parts for x in p[2]])
         labels = batch.pop("labels")
         loss = per_sample_loss(model(**batch).logits, labels)
-        if recipe.contrastive_weight > 0:
+        if contrast and recipe.contrastive_weight > 0:
+            targets = parts[0][2]
             words = tok(targets, padding=True, add_special_tokens=False, return_tensors="pt")
             mask = words["attention_mask"][..., None]
             text_vec = (emb(words["input_ids"]) * mask).sum(1) / mask.sum(1).clamp(min=1)
-            image_vec = family.image_vectors(model, batch)
+            image_vec = family.image_vectors(model, batch)[: len(targets)]
             loss = loss + recipe.contrastive_weight * contrastive_loss(
                 image_vec, text_vec, last_idx, log_scale
             )
         return loss
 
+    def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
+        return loss_of([captions(recipe.batch, g)], contrast=True)
+
     def mixed_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
-        return loss_of([captions(n_cap, g), questions(recipe.batch - n_cap, g)])
+        return loss_of(
+            [captions(n_cap, g), questions(recipe.batch - n_cap, g)], contrast=recipe.contrastive_throughout
+        )
 
     grounding = curriculum_pool(pool.split.questions, recipe.grounding_questions)
 
     def grounding_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
         pick = torch.randint(0, len(grounding), (recipe.batch - n_cap,), generator=g).tolist()
-        return loss_of([captions(n_cap, g), as_parts([pool.split.questions[grounding[k]] for k in pick])])
+        parts = [captions(n_cap, g), as_parts([pool.split.questions[grounding[k]] for k in pick])]
+        return loss_of(parts, contrast=recipe.contrastive_throughout)
 
     phases = [("captions only", caption_step, recipe.caption_phase)]
     if recipe.grounding_phase is not None and grounding:
@@ -265,6 +268,7 @@ def train_chat(
             "vision_lr_scale": recipe.vision_lr_scale,
             "caption_share": recipe.caption_share,
             "contrastive_weight": recipe.contrastive_weight,
+            "contrastive_throughout": recipe.contrastive_throughout,
             "vocab": len(processor.tokenizer),
             "loss": "per-sample mean next-token CE on the answer/caption and end-of-turn token",
         },
