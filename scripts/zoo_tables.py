@@ -5,6 +5,7 @@ Usage: python scripts/zoo_tables.py > /tmp/tables.md, then paste between the sec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from argus_eval.zoo.catalog import read_manifest
@@ -30,53 +31,58 @@ def _summary(models: dict[str, Any]) -> list[str]:
     return [*out, "", f"Total: {total / 1e6:.2f} MB."]
 
 
+def _table(
+    title: str, columns: list[str], per: dict[str, Any], cells: Callable[[Any], list[str]]
+) -> list[str]:
+    """A titled markdown table with one row per domain (sorted): domain, then cells(row)."""
+    out = [title, "", "| " + " | ".join(["domain", *columns]) + " |", "|---" * (len(columns) + 1) + "|"]
+    return out + [f"| {dom} | " + " | ".join(cells(r)) + " |" for dom, r in sorted(per.items())]
+
+
+_R_KEYS = ("i2t_R@1", "i2t_R@5", "t2i_R@1", "t2i_R@5")
+
+
 def _retrieval(name: str, per: dict[str, Any]) -> list[str]:
-    out = [
+    return _table(
         f"**{name}** retrieval, 300 test images × 1,500 captions per domain, R@K % with every true caption "
         "counted (multi-positive; one-positive in brackets). Chance is what a random ranking scores under "
         "the same truth (one-positive chance: R@1 0.33 %, R@5 1.67 %):",
-        "",
-        "| domain | i2t R@1 | i2t R@5 | t2i R@1 | t2i R@5 | chance i2t R@1 / R@5, t2i R@1 / R@5 |",
-        "|---|---|---|---|---|---|",
-    ]
-    for dom, r in sorted(per.items()):
-        keys = ("i2t_R@1", "i2t_R@5", "t2i_R@1", "t2i_R@5")
-        cells = [f"{_pct(r[f'multi_positive_{k}'])} ({_pct(r[k])})" for k in keys]
-        cells.append(" / ".join(_pct(r[f"multi_positive_chance_{k}"]) for k in keys))
-        out.append(f"| {dom} | " + " | ".join(cells) + " |")
-    return out
+        ["i2t R@1", "i2t R@5", "t2i R@1", "t2i R@5", "chance i2t R@1 / R@5, t2i R@1 / R@5"],
+        per,
+        lambda r: [
+            *(f"{_pct(r[f'multi_positive_{k}'])} ({_pct(r[k])})" for k in _R_KEYS),
+            " / ".join(_pct(r[f"multi_positive_chance_{k}"]) for k in _R_KEYS),
+        ],
+    )
 
 
 def _captioning(name: str, per: dict[str, Any]) -> list[str]:
-    out = [
+    table = _table(
         f"**{name}** captioning, 300 test images per domain (own references vs another image's references):",
-        "",
-        "| domain | BLEU-4 | CIDEr | BLEU-4 other | CIDEr other | distinct captions |",
-        "|---|---|---|---|---|---|",
-    ]
-    for dom, r in sorted(per.items()):
-        out.append(
-            f"| {dom} | {r['Bleu_4']:.3f} | {r['CIDEr']:.3f} | {r['other_image_Bleu_4']:.3f} "
-            f"| {r['other_image_CIDEr']:.3f} | {r['distinct_captions']} |"
-        )
-    return [*out, "", f'Example (studio test image 0): "{per["studio"]["example"]}"']
+        ["BLEU-4", "CIDEr", "BLEU-4 other", "CIDEr other", "distinct captions"],
+        per,
+        lambda r: [
+            *(f"{r[k]:.3f}" for k in ("Bleu_4", "CIDEr", "other_image_Bleu_4", "other_image_CIDEr")),
+            str(r["distinct_captions"]),
+        ],
+    )
+    return [*table, "", f'Example (studio test image 0): "{per["studio"]["example"]}"']
 
 
 def _qa(name: str, per: dict[str, Any]) -> list[str]:
-    out = [
+    return _table(
         f"**{name}** QA, first 1,000 test questions per domain (exact match, %):",
-        "",
-        "| domain | accuracy | swapped image | majority | blind prior | zero-hop query (true / swapped, n) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for dom, r in sorted(per.items()):
-        out.append(
-            f"| {dom} | {_pct(r['accuracy'])} | {_pct(r['shuffled_image_accuracy'])} "
-            f"| {_pct(r['majority_baseline'])} | {_pct(r['blind_prior_baseline'])} "
-            f"| {_pct(r['zero_hop_query_accuracy'])} / {_pct(r['zero_hop_query_shuffled'])} "
-            f"({r['zero_hop_query_questions']}) |"
-        )
-    return out
+        ["accuracy", "swapped image", "majority", "blind prior", "zero-hop query (true / swapped, n)"],
+        per,
+        lambda r: [
+            *(
+                _pct(r[k])
+                for k in ("accuracy", "shuffled_image_accuracy", "majority_baseline", "blind_prior_baseline")
+            ),
+            f"{_pct(r['zero_hop_query_accuracy'])} / {_pct(r['zero_hop_query_shuffled'])} "
+            f"({r['zero_hop_query_questions']})",
+        ],
+    )
 
 
 def main() -> None:

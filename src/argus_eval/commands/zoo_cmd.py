@@ -63,14 +63,21 @@ def list_zoo(console: Console, as_json: bool) -> None:
     console.print(f"{len(rows)} models, {total / 1e6:.2f} MB in all")
 
 
-def train_zoo(name: str | None, seconds: float | None, seed: int | None, console: Console) -> None:
-    """Train one zoo model (or all, in order), printing each one's time."""
-    from argus_eval.zoo.build import build
+def _names(name: str | None) -> list[str]:
+    """The zoo models a command acts on: one, or all in order; an unknown name fails before any work."""
     from argus_eval.zoo.recipes import ORDER, RECIPES
 
     names = [name] if name else list(ORDER)
     for n in names:
-        RECIPES.get(n)  # unknown names fail before any training starts
+        RECIPES.get(n)
+    return names
+
+
+def train_zoo(name: str | None, seconds: float | None, seed: int | None, console: Console) -> None:
+    """Train one zoo model (or all, in order), printing each one's time."""
+    from argus_eval.zoo.build import build
+
+    names = _names(name)
     start = time.perf_counter()
     for n in names:
         t0 = time.perf_counter()
@@ -86,11 +93,7 @@ def train_zoo(name: str | None, seconds: float | None, seed: int | None, console
 def eval_zoo(name: str | None, console: Console) -> None:
     """Re-measure one zoo model (or all) through its adapter and rewrite the manifest's eval figures."""
     from argus_eval.zoo.build import remeasure
-    from argus_eval.zoo.recipes import ORDER, RECIPES
 
-    names = [name] if name else list(ORDER)
-    for n in names:
-        RECIPES.get(n)
-    for n in names:
+    for n in _names(name):
         entry = remeasure(n, log=lambda s: console.print(s, highlight=False))
         console.print(f"zoo:{n}: measured in {entry['eval']['seconds']} s, manifest updated")

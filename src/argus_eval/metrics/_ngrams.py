@@ -58,12 +58,17 @@ def ngram_counts(sentences: Sequence[Sequence[str]], n_max: int = 4) -> NgramTab
     An n-gram's id is the compacted pair (id of its (n-1)-gram prefix, id of its last token), so keys stay
     small integers at every order and equal n-grams get equal ids across all sentences.
     """
-    flat = list(chain.from_iterable(sentences))
-    # map() over a bound dict method keeps the per-token cost in C
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(flat))}
-    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    ids, vocab = _word_ids(list(chain.from_iterable(sentences)))
     lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
     return NgramTables(ids, lengths, len(vocab), n_max)
+
+
+def _word_ids(flat: list[str]) -> tuple[NDArray[np.int64], dict[str, int]]:
+    """One id per token, in order of first appearance, and the word -> id map."""
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(flat))}
+    # map() over a bound dict method keeps the per-token cost in C
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    return ids, vocab
 
 
 _SEP = "\x00"  # never whitespace, so it survives str.split() as a token of its own
@@ -80,9 +85,7 @@ def ngram_counts_text(texts: Sequence[str], n_max: int = 4) -> NgramTables:
     joined = f" {_SEP} ".join(texts)
     if joined.count(_SEP) != len(texts) - 1:  # a text holds the separator itself: split one by one
         return ngram_counts([t.split() for t in texts], n_max)
-    flat = joined.split()
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(flat))}
-    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    ids, vocab = _word_ids(joined.split())
     sep = vocab.get(_SEP, -1)
     cuts = np.flatnonzero(ids == sep)
     lengths = np.diff(np.concatenate([[-1], cuts, [ids.size]])) - 1

@@ -2,8 +2,7 @@
 
 LXMERT reads region features, not pixels. Where they come from, in order: ``options.region_features``
 (a precomputed npz/h5/tsv file, or a provider name: "grid", "segments"), else the provider stored in
-the checkpoint config
-(``argus_region_features``, written by the zoo and tiny builders).
+the checkpoint config (``argus_region_features``, written by the zoo and tiny builders).
 """
 
 from __future__ import annotations

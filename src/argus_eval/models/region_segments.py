@@ -54,7 +54,9 @@ class SegmentRegionFeatures:
 
     def foreground(self, image: ImageArray) -> NDArray[np.bool_]:
         """The foreground mask at the working scale (floor and shadows False)."""
-        a = self._work_image(image)
+        return self._mask(self._work_image(image))
+
+    def _mask(self, a: NDArray[np.float32]) -> NDArray[np.bool_]:
         # Floor = row medians plus column medians of the rest (objects cover well under half of any
         # row or column): a separable model that follows both vertical gradients and vignettes.
         floor = np.median(a, axis=1, keepdims=True)
@@ -73,7 +75,7 @@ class SegmentRegionFeatures:
     def _one(self, image: ImageArray) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
         a = self._work_image(image)
         h, w = a.shape[:2]
-        mask = self.foreground(image)
+        mask = self._mask(a)
         labels, n = ndimage.label(mask)
         feats = np.zeros((self.max_regions, self.feature_dim), dtype=np.float32)
         boxes = np.zeros((self.max_regions, 4), dtype=np.float32)

@@ -38,6 +38,9 @@ def task_prompts() -> tuple[str, str]:
     return CaptioningOptions().prompt, ReasoningOptions().prompt
 
 
+Part = tuple[list[Any], list[str], list[str]]  # images, prompts, targets of part of a batch
+
+
 @dataclass(frozen=True)
 class ChatFamily:
     """What differs between chat VLM families: how to build (model, processor), the turn tokens."""
@@ -182,22 +185,20 @@ def train_chat(
     sampler = QuestionSampler(pool.split, recipe.easy_share)
     groups = param_groups(model, lambda n: recipe.vision_lr_scale if "visual" in n or "vision" in n else 1.0)
 
-    last_idx: list[int] = []
-
-    def captions(size: int, g: torch.Generator) -> tuple[list[Any], list[str], list[str]]:
+    def captions(size: int, g: torch.Generator) -> tuple[list[int], Part]:
+        """(pool image indices, part) of size random captions."""
         idx = torch.randint(0, len(pool.images), (size,), generator=g).tolist()
-        last_idx[:] = idx
         pick = torch.randint(0, len(pool.captions[0]), (size,), generator=g).tolist()
-        return (
+        return idx, (
             [pool.images[i] for i in idx],
             [cap_prompt] * size,
             [pool.captions[i][j] for i, j in zip(idx, pick, strict=True)],
         )
 
-    def questions(size: int, g: torch.Generator) -> tuple[list[Any], list[str], list[str]]:
+    def questions(size: int, g: torch.Generator) -> Part:
         return as_parts([pool.split.questions[k] for k in sampler.batch(size, g)])
 
-    def as_parts(qs: list[dict[str, Any]]) -> tuple[list[Any], list[str], list[str]]:
+    def as_parts(qs: list[dict[str, Any]]) -> Part:
         return (
             [pool.images[q["image_index"]] for q in qs],
             [qa_prompt.format(question=q["question"]) for q in qs],
@@ -209,30 +210,33 @@ def train_chat(
     log_scale = torch.nn.Parameter(torch.tensor(2.5))
     groups.append({"params": [log_scale], "lr_scale": 1.0})
 
-    def loss_of(parts: list[tuple[list[Any], list[str], list[str]]], contrast: bool = False) -> torch.Tensor:
-        """Next-token loss of the batch; with contrast, plus the contrastive term on parts[0] (captions)."""
+    def loss_of(parts: list[Part], contrast_ids: list[int] | None = None) -> torch.Tensor:
+        """Next-token loss of the batch; given the pool images of parts[0] (captions), plus the
+        contrastive term on that part."""
         ims = [x for p in parts for x in p[0]]
         batch = enc.batch(ims, [x for p in parts for x in p[1]], [x for p in parts for x in p[2]])
         labels = batch.pop("labels")
         loss = per_sample_loss(model(**batch).logits, labels)
-        if contrast and recipe.contrastive_weight > 0:
+        if contrast_ids is not None and recipe.contrastive_weight > 0:
             targets = parts[0][2]
             words = tok(targets, padding=True, add_special_tokens=False, return_tensors="pt")
             mask = words["attention_mask"][..., None]
             text_vec = (emb(words["input_ids"]) * mask).sum(1) / mask.sum(1).clamp(min=1)
             image_vec = family.image_vectors(model, batch)[: len(targets)]
             loss = loss + recipe.contrastive_weight * contrastive_loss(
-                image_vec, text_vec, last_idx, log_scale
+                image_vec, text_vec, contrast_ids, log_scale
             )
         return loss
 
     def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
-        return loss_of([captions(recipe.batch, g)], contrast=True)
+        idx, part = captions(recipe.batch, g)
+        return loss_of([part], idx)
 
     def mixed_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
+        idx, cap = captions(n_cap, g)
         return loss_of(
-            [captions(n_cap, g), questions(recipe.batch - n_cap, g)], contrast=recipe.contrastive_throughout
+            [cap, questions(recipe.batch - n_cap, g)], idx if recipe.contrastive_throughout else None
         )
 
     grounding = curriculum_pool(pool.split.questions, recipe.grounding_questions)
@@ -240,8 +244,9 @@ def train_chat(
     def grounding_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
         pick = torch.randint(0, len(grounding), (recipe.batch - n_cap,), generator=g).tolist()
-        parts = [captions(n_cap, g), as_parts([pool.split.questions[grounding[k]] for k in pick])]
-        return loss_of(parts, contrast=recipe.contrastive_throughout)
+        idx, cap = captions(n_cap, g)
+        colour = as_parts([pool.split.questions[grounding[k]] for k in pick])
+        return loss_of([cap, colour], idx if recipe.contrastive_throughout else None)
 
     phases = [("captions only", caption_step, recipe.caption_phase)]
     if recipe.grounding_phase is not None and grounding:

@@ -24,7 +24,6 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[DEC]"]
 ARCH: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "mlp": 256, "patch": 8}
 SCHEDULE = Schedule(steps=900, lr=1e-3, weight_decay=0.01, warmup=30)
 BATCH = 32  # images per step, each with all its references (5 x 32 captions)
-# One thread: with a core busy elsewhere, two OpenMP threads ran this model ~15x slower (spin-waits).
 
 
 def build_tokenizer() -> Any:

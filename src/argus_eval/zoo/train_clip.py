@@ -24,7 +24,6 @@ MAX_TEXT = 64
 ARCH: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "mlp": 256, "projection": 128, "patch": 8}
 SCHEDULE = Schedule(steps=700, lr=1e-3, weight_decay=0.1, warmup=30)
 BATCH = 64  # images per step, each with all its captions (5 x 64 texts)
-# One thread: with a core busy elsewhere, two OpenMP threads ran these towers ~15x slower (spin-waits).
 
 
 def bpe_tables(words: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
