@@ -125,7 +125,7 @@ def test_contrastive_loss_rewards_alignment_and_masks_other_pairs_of_the_same_im
 
 
 @pytest.mark.parametrize("family", ["train_gemma3", "train_qwen"])
-def test_chat_training_runs_every_phase_with_the_contrastive_term(family: str, tmp_path: Path) -> None:
+def test_chat_training_runs_every_phase_with_both_auxiliary_terms(family: str, tmp_path: Path) -> None:
     import importlib
     from dataclasses import replace
 
@@ -141,10 +141,12 @@ def test_chat_training_runs_every_phase_with_the_contrastive_term(family: str, t
         caption_phase=s,
         grounding_phase=s,
         mixed_phase=s,
-        batch=4,
+        batch=8,  # 2 captions in mixed batches, so the contrastive term is not trivially 0 there
         contrastive_throughout=True,
+        object_token_weight=1.0,
     )
     trained = train_chat(mod.FAMILY, recipe, tmp_path, 3, None, _quiet, shapesworld_words(prompt_words()))
     assert [p["steps"] for p in trained.config["phases"]] == [2, 2, 2]
+    assert trained.config["object_token_weight"] == 1.0
     assert all(np.isfinite(trained.losses))
     assert (tmp_path / "model.safetensors").is_file()

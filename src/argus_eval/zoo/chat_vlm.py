@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from argus_eval.models.hf_common import to_pil
 from argus_eval.models.protocols import Generator, Model
 from argus_eval.zoo import evaluate as ev
+from argus_eval.zoo import object_tokens
 from argus_eval.zoo.data import SplitData, load_split
 from argus_eval.zoo.loop import Schedule, param_groups, run_phase, seed_everything
 from argus_eval.zoo.qa_mix import QuestionSampler, curriculum_pool
@@ -38,7 +39,7 @@ def task_prompts() -> tuple[str, str]:
     return CaptioningOptions().prompt, ReasoningOptions().prompt
 
 
-Part = tuple[list[Any], list[str], list[str]]  # images, prompts, targets of part of a batch
+Part = tuple[list[int], list[str], list[str]]  # pool image indices, prompts, targets of part of a batch
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ class ChatFamily:
     """What differs between chat VLM families: how to build (model, processor), the turn tokens."""
 
     build: Callable[[list[str]], tuple[Any, Any]]  # vocabulary words -> (model, processor)
-    # (model, processor batch) -> (n, d) mean image-token embedding, for the contrastive auxiliary loss
-    image_vectors: Callable[[Any, dict[str, Any]], torch.Tensor]
+    # (model, processor batch) -> ((n, rows*cols, d) projected image tokens in raster order, (rows, cols))
+    image_tokens: Callable[[Any, dict[str, Any]], tuple[torch.Tensor, tuple[int, int]]]
     turn_start: str  # the token that opens every turn (masking keeps what follows the last one's role)
     turn_end: str  # appended to every target; generation stops on it
 
@@ -71,6 +72,8 @@ class ChatRecipe:
     # same tokens for every image and the language model learns templates (zoo-notes).
     contrastive_weight: float = 0.0
     contrastive_throughout: bool = False  # also on the captions of the later phases' mixed batches
+    # Weight of the object-token alignment loss (object_tokens.py) on every image of every batch.
+    object_token_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class Pool:
 
     images: NDArray[np.uint8]
     captions: list[tuple[str, ...]]
-    split: SplitData  # questions with image_index into images
+    split: SplitData  # questions with image_index into images; scenes aligned with images
 
     @staticmethod
     def of(domains: Sequence[str], n: int) -> Pool:
@@ -91,7 +94,10 @@ class Pool:
             offset += len(s.images)
         images = np.concatenate([s.images for s in splits])
         captions = [c for s in splits for c in s.captions]
-        merged = SplitData("+".join(domains), "train", images, tuple(captions), tuple(questions))
+        scenes = tuple(sc for s in splits for sc in s.scenes)
+        merged = SplitData(
+            "+".join(domains), "train", images, tuple(captions), tuple(questions), scenes=scenes
+        )
         return Pool(images, captions, merged)
 
 
@@ -185,22 +191,18 @@ def train_chat(
     sampler = QuestionSampler(pool.split, recipe.easy_share)
     groups = param_groups(model, lambda n: recipe.vision_lr_scale if "visual" in n or "vision" in n else 1.0)
 
-    def captions(size: int, g: torch.Generator) -> tuple[list[int], Part]:
-        """(pool image indices, part) of size random captions."""
+    def captions(size: int, g: torch.Generator) -> Part:
+        """size random (image, caption) pairs."""
         idx = torch.randint(0, len(pool.images), (size,), generator=g).tolist()
         pick = torch.randint(0, len(pool.captions[0]), (size,), generator=g).tolist()
-        return idx, (
-            [pool.images[i] for i in idx],
-            [cap_prompt] * size,
-            [pool.captions[i][j] for i, j in zip(idx, pick, strict=True)],
-        )
+        return idx, [cap_prompt] * size, [pool.captions[i][j] for i, j in zip(idx, pick, strict=True)]
 
     def questions(size: int, g: torch.Generator) -> Part:
         return as_parts([pool.split.questions[k] for k in sampler.batch(size, g)])
 
     def as_parts(qs: list[dict[str, Any]]) -> Part:
         return (
-            [pool.images[q["image_index"]] for q in qs],
+            [int(q["image_index"]) for q in qs],
             [qa_prompt.format(question=q["question"]) for q in qs],
             [q["answer"] for q in qs],
         )
@@ -210,43 +212,60 @@ def train_chat(
     log_scale = torch.nn.Parameter(torch.tensor(2.5))
     groups.append({"params": [log_scale], "lr_scale": 1.0})
 
-    def loss_of(parts: list[Part], contrast_ids: list[int] | None = None) -> torch.Tensor:
-        """Next-token loss of the batch; given the pool images of parts[0] (captions), plus the
-        contrastive term on that part."""
-        ims = [x for p in parts for x in p[0]]
-        batch = enc.batch(ims, [x for p in parts for x in p[1]], [x for p in parts for x in p[2]])
+    targets_by_grid: dict[tuple[int, int], torch.Tensor] = {}  # built on first use of a token grid
+
+    def token_targets(grid: tuple[int, int]) -> torch.Tensor:
+        if grid not in targets_by_grid:
+            targets_by_grid[grid] = object_tokens.token_targets(
+                pool.split.scenes, *grid, tok.convert_tokens_to_ids, len(tok)
+            )
+        return targets_by_grid[grid]
+
+    def loss_of(parts: list[Part], contrast: bool = False) -> torch.Tensor:
+        """Next-token loss of the batch; with contrast, plus the contrastive term on parts[0] (captions);
+        plus the object-token term on every image when the recipe weights it."""
+        idx = [i for p in parts for i in p[0]]
+        batch = enc.batch(
+            [pool.images[i] for i in idx], [x for p in parts for x in p[1]], [x for p in parts for x in p[2]]
+        )
         labels = batch.pop("labels")
         loss = per_sample_loss(model(**batch).logits, labels)
-        if contrast_ids is not None and recipe.contrastive_weight > 0:
-            targets = parts[0][2]
+        need_contrast = contrast and recipe.contrastive_weight > 0
+        if not need_contrast and recipe.object_token_weight <= 0:
+            return loss
+        image_tokens, grid = family.image_tokens(model, batch)
+        if need_contrast:
+            cap_idx, _, targets = parts[0]
             words = tok(targets, padding=True, add_special_tokens=False, return_tensors="pt")
             mask = words["attention_mask"][..., None]
             text_vec = (emb(words["input_ids"]) * mask).sum(1) / mask.sum(1).clamp(min=1)
-            image_vec = family.image_vectors(model, batch)[: len(targets)]
+            image_vec = image_tokens[: len(targets)].mean(dim=1)
             loss = loss + recipe.contrastive_weight * contrastive_loss(
-                image_vec, text_vec, contrast_ids, log_scale
+                image_vec, text_vec, cap_idx, log_scale
+            )
+        if recipe.object_token_weight > 0:
+            logits = model.get_output_embeddings()(image_tokens)
+            loss = loss + recipe.object_token_weight * object_tokens.object_token_loss(
+                logits, token_targets(grid)[idx]
             )
         return loss
 
     def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
-        idx, part = captions(recipe.batch, g)
-        return loss_of([part], idx)
+        return loss_of([captions(recipe.batch, g)], contrast=True)
 
     def mixed_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
-        idx, cap = captions(n_cap, g)
-        return loss_of(
-            [cap, questions(recipe.batch - n_cap, g)], idx if recipe.contrastive_throughout else None
-        )
+        cap = captions(n_cap, g)
+        return loss_of([cap, questions(recipe.batch - n_cap, g)], recipe.contrastive_throughout)
 
     grounding = curriculum_pool(pool.split.questions, recipe.grounding_questions)
 
     def grounding_step(i: int, g: torch.Generator) -> torch.Tensor:
         n_cap = round(recipe.batch * recipe.caption_share)
         pick = torch.randint(0, len(grounding), (recipe.batch - n_cap,), generator=g).tolist()
-        idx, cap = captions(n_cap, g)
+        cap = captions(n_cap, g)
         colour = as_parts([pool.split.questions[grounding[k]] for k in pick])
-        return loss_of([cap, colour], idx if recipe.contrastive_throughout else None)
+        return loss_of([cap, colour], recipe.contrastive_throughout)
 
     phases = [("captions only", caption_step, recipe.caption_phase)]
     if recipe.grounding_phase is not None and grounding:
@@ -274,6 +293,7 @@ def train_chat(
             "caption_share": recipe.caption_share,
             "contrastive_weight": recipe.contrastive_weight,
             "contrastive_throughout": recipe.contrastive_throughout,
+            "object_token_weight": recipe.object_token_weight,
             "vocab": len(processor.tokenizer),
             "loss": "per-sample mean next-token CE on the answer/caption and end-of-turn token",
         },

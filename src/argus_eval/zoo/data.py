@@ -34,6 +34,8 @@ class SplitData:
     questions: tuple[dict[str, Any], ...]  # CLEVR question records plus "qtype"
     # Per image, per caption: the other images of the split that caption is also true of.
     also_true: tuple[tuple[tuple[int, ...], ...], ...] = ()
+    # Per image, the generator's CLEVR scene record (objects with attributes and pixel coordinates).
+    scenes: tuple[dict[str, Any], ...] = ()
 
     def positives(self) -> NDArray[np.bool_]:
         """(n_captions, n_images) truth: caption k (image-major order) is true of image j."""
@@ -76,6 +78,7 @@ def load_split(
         captions=tuple(tuple(c) for c in g.captions),
         questions=questions,
         also_true=tuple(tuple(tuple(int(j) for j in ks) for ks in img) for img in g.also_true),
+        scenes=tuple(g.scenes),
     )
 
 

@@ -6,6 +6,7 @@ palette scenes: it should trade some studio accuracy for a smaller drop on shift
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -130,15 +131,20 @@ def build(words: list[str]) -> tuple[Any, Any]:
     return model, processor
 
 
-def image_vectors(model: Any, batch: dict[str, Any]) -> torch.Tensor:
-    """Mean of each image's projected soft tokens, (n, text hidden)."""
+def image_tokens(model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Each image's projected soft tokens, (n, 16, text hidden), raster order of the pooled 4x4 grid
+    (the processor resizes every image to a square)."""
     out = model.get_image_features(pixel_values=batch["pixel_values"])
     feats: torch.Tensor = getattr(out, "pooler_output", out)
-    return feats.mean(dim=1)
+    side = math.isqrt(IMAGE_TOKENS)
+    return feats, (side, side)
 
 
 FAMILY = ChatFamily(
-    build=build, image_vectors=image_vectors, turn_start="<start_of_turn>", turn_end="<end_of_turn>"
+    build=build,
+    image_tokens=image_tokens,
+    turn_start="<start_of_turn>",
+    turn_end="<end_of_turn>",
 )
 
 

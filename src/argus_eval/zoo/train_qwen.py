@@ -1,6 +1,6 @@
 """zoo:qwen2_5_vl: the larger chat VLM (Qwen2_5_VLForConditionalGeneration), studio scenes only.
 
-More image tokens (36) and a deeper text model than zoo:gemma3, trained only on the studio domain:
+More image tokens (30) and a deeper text model than zoo:gemma3, trained only on the studio domain:
 it should be the stronger model at home and lose more on the shifted domains.
 """
 
@@ -19,7 +19,11 @@ from argus_eval.zoo.loop import Schedule
 from argus_eval.zoo.recipes import Log, Recipe, Trained
 from argus_eval.zoo.vocab import shapesworld_words, word_level
 
-IMAGE, PATCH, MERGE = 96, 8, 2  # 12x12 patches merged 2x2 -> 36 image tokens; 96 is a multiple of 16
+IMAGE, PATCH, MERGE = (
+    96,
+    8,
+    2,
+)  # at most 96x96 pixels: 160x120 scenes become 96x80, 12x10 patches -> 6x5 = 30 tokens
 TEXT: dict[str, int] = {"hidden": 128, "layers": 3, "heads": 4, "kv_heads": 2, "mlp": 256}
 VISION: dict[str, int] = {"hidden": 64, "depth": 2, "heads": 4, "mlp": 128}
 SPECIALS = [
@@ -129,17 +133,25 @@ def _mrope(half: int) -> list[int]:
     return [half - 2 * third, third, third]
 
 
-def image_vectors(model: Any, batch: dict[str, Any]) -> torch.Tensor:
-    """Mean of each image's merged vision tokens, (n, text hidden); every image has the same grid."""
+def image_tokens(model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Each image's merged vision tokens, (n, rows*cols, text hidden), in raster order of the merged grid
+    (the processor orders patches merge-block by merge-block and keeps the aspect ratio, so 160x120
+    scenes give 5x6 tokens); every image of a batch must share the grid."""
     out = model.get_image_features(pixel_values=batch["pixel_values"], image_grid_thw=batch["image_grid_thw"])
     feats = getattr(out, "pooler_output", out)
     flat = torch.cat(list(feats)) if isinstance(feats, (list, tuple)) else feats
-    n = int(batch["image_grid_thw"].shape[0])
-    return flat.reshape(n, -1, flat.shape[-1]).mean(dim=1)
+    thw = batch["image_grid_thw"]
+    if not bool((thw == thw[0]).all()):
+        raise ValueError(f"image_tokens needs one image grid per batch, got {thw.tolist()}")
+    rows, cols = int(thw[0, 1]) // MERGE, int(thw[0, 2]) // MERGE
+    return flat.reshape(int(thw.shape[0]), rows * cols, flat.shape[-1]), (rows, cols)
 
 
 FAMILY = ChatFamily(
-    build=build, image_vectors=image_vectors, turn_start="<|im_start|>", turn_end="<|im_end|>"
+    build=build,
+    image_tokens=image_tokens,
+    turn_start="<|im_start|>",
+    turn_end="<|im_end|>",
 )
 
 
