@@ -7,7 +7,10 @@ Loss is averaged per sample, so one-word answers weigh as much as 20-word captio
 
 Phases: captions only first (caption training grounds the vision tower, zoo-notes); optionally a
 grounding phase of captions plus colour questions only (a useless answer prior, so looking pays; see
-qa_mix.curriculum_pool); then a mix of captions and every question, zero-hop ones oversampled.
+qa_mix.curriculum_pool); then a mix of captions and every question, zero-hop ones oversampled. An
+optional object-token alignment loss (object_tokens.py) on every image makes the image tokens name the
+objects under them, which is what lets the language model's attention find the object a question asks
+about.
 """
 
 from __future__ import annotations

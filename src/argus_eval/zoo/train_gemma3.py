@@ -50,11 +50,12 @@ RECIPE_DATA = ChatRecipe(
     images_per_domain=1500,
     caption_phase=Schedule(steps=300, lr=2e-3, warmup=20),
     grounding_phase=Schedule(steps=700, lr=2e-3, warmup=20),
-    mixed_phase=Schedule(steps=700, lr=2e-3, warmup=20),
+    mixed_phase=Schedule(steps=2000, lr=2e-3, warmup=20),
     contrastive_weight=1.0,
+    object_token_weight=1.0,
     batch=32,
     caption_share=0.3,
-    easy_share=0.6,
+    easy_share=0.4,
     vision_lr_scale=2.0,
 )
 
