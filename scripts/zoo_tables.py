@@ -32,11 +32,15 @@ def _summary(models: dict[str, Any]) -> list[str]:
 
 
 def _table(
-    title: str, columns: list[str], per: dict[str, Any], cells: Callable[[Any], list[str]]
+    title: str,
+    columns: list[str],
+    per: dict[str, Any],
+    cells: Callable[[Any], list[str]],
+    key: str = "domain",
 ) -> list[str]:
-    """A titled markdown table with one row per domain (sorted): domain, then cells(row)."""
-    out = [title, "", "| " + " | ".join(["domain", *columns]) + " |", "|---" * (len(columns) + 1) + "|"]
-    return out + [f"| {dom} | " + " | ".join(cells(r)) + " |" for dom, r in sorted(per.items())]
+    """A titled markdown table with one row per key (sorted; a domain unless named): key, then cells(row)."""
+    out = [title, "", "| " + " | ".join([key, *columns]) + " |", "|---" * (len(columns) + 1) + "|"]
+    return out + [f"| {k} | " + " | ".join(cells(r)) + " |" for k, r in sorted(per.items())]
 
 
 _R_KEYS = ("i2t_R@1", "i2t_R@5", "t2i_R@1", "t2i_R@5")
@@ -85,6 +89,20 @@ def _qa(name: str, per: dict[str, Any]) -> list[str]:
     )
 
 
+def _qa_types(name: str, per: dict[str, Any], domain: str = "studio") -> list[str]:
+    """The home domain's QA by question type (absent from entries measured before the breakdown)."""
+    types = per[domain].get("per_question_type")
+    if not types:
+        return []
+    return _table(
+        f"**{name}** QA on {domain} by question type (exact match, %):",
+        ["n", "accuracy", "swapped image", "blind prior"],
+        types,
+        lambda r: [str(r["n"]), *(_pct(r[k]) for k in ("accuracy", "shuffled", "blind"))],
+        key="question type",
+    )
+
+
 def main() -> None:
     models = read_manifest()["models"]
     lines = _summary(models)
@@ -96,11 +114,13 @@ def main() -> None:
         elif ev.get("task") == "captioning":
             blocks.append(_captioning(name, ev["domains"]))
         elif ev.get("task") == "reasoning":
-            blocks.append(_qa(name, ev["domains"]))
+            blocks += [_qa(name, ev["domains"]), _qa_types(name, ev["domains"])]
         else:  # the chat VLMs: both
-            blocks += [_qa(name, ev["reasoning"]), _captioning(name, ev["captioning"])]
+            blocks += [_qa(name, ev["reasoning"]), _qa_types(name, ev["reasoning"])]
+            blocks.append(_captioning(name, ev["captioning"]))
         for b in blocks:
-            lines += ["", *b]
+            if b:
+                lines += ["", *b]
     print("\n".join(lines))
 
 

@@ -116,20 +116,43 @@ def question_answering(answer: AnswerFn, train: SplitData, log: Log, n: int = QA
         texts = [q["question"] for q in qs]
         pred_true, pred_other = answer(own, texts), answer(other, texts)
         easy = [i for i, q in enumerate(qs) if _easy(q)]
+        blind = [prior.get(q["qtype"], majority) for q in qs]
         row = {
             "accuracy": _r(_accuracy(pred_true, gold)),
             "shuffled_image_accuracy": _r(_accuracy(pred_other, gold)),
             "majority_baseline": _r(_accuracy([majority] * len(qs), gold)),
-            "blind_prior_baseline": _r(_accuracy([prior.get(q["qtype"], majority) for q in qs], gold)),
+            "blind_prior_baseline": _r(_accuracy(blind, gold)),
             "zero_hop_query_accuracy": _r(_accuracy([pred_true[i] for i in easy], [gold[i] for i in easy])),
             "zero_hop_query_shuffled": _r(_accuracy([pred_other[i] for i in easy], [gold[i] for i in easy])),
             "zero_hop_query_questions": len(easy),
             "questions": len(qs),
             "out_of_vocabulary_answers": int(sum(p.strip() not in ANSWER_VOCAB for p in pred_true)),
+            "per_question_type": _per_type(qs, gold, pred_true, pred_other, blind),
         }
         out[domain] = row
         log(f"  {domain}: {row}")
     return out
+
+
+def _per_type(
+    qs: Sequence[dict[str, Any]],
+    gold: Sequence[str],
+    true: Sequence[str],
+    other: Sequence[str],
+    blind: Sequence[str],
+) -> dict[str, dict[str, Any]]:
+    """Per question type: count, and accuracy with the true image, the swapped image and the blind prior."""
+    by: dict[str, list[int]] = {}
+    for i, q in enumerate(qs):
+        by.setdefault(str(q["qtype"]), []).append(i)
+
+    def acc(preds: Sequence[str], ix: list[int]) -> float:
+        return _r(_accuracy([preds[i] for i in ix], [gold[i] for i in ix]))
+
+    return {
+        t: {"n": len(ix), "accuracy": acc(true, ix), "shuffled": acc(other, ix), "blind": acc(blind, ix)}
+        for t, ix in sorted(by.items())
+    }
 
 
 def domain_drop(per_domain: dict[str, Any], home: str, key: str) -> dict[str, float]:
