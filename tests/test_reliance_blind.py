@@ -96,3 +96,12 @@ def test_multiple_choice_items_have_no_answer_prior() -> None:
     samples = [_q(0, "vcr", "qa", "a dog", choices=("a dog", "a cat"))]
     out = blind_answers(_dataset(samples), samples)
     assert out.skipped is not None and "multiple-choice" in out.skipped
+
+
+def test_a_withheld_training_split_names_why_there_is_no_baseline() -> None:
+    samples = [_q(0, "count_a", "count", "2")]
+    ds = Dataset(
+        "toy", samples, Path("."), "fp", train_answers_withheld="the evaluated split is the training split"
+    )
+    out = blind_answers(ds, samples)
+    assert out.answers == [] and out.skipped == "dataset 'toy': the evaluated split is the training split"

@@ -79,6 +79,8 @@ def blind_answers(dataset: Dataset, samples: Sequence[Sample]) -> BlindAnswers:
     """Blind answers for samples of dataset, or a named reason why there is no blind baseline."""
     if any(s.choices for s in samples):
         return BlindAnswers([], {}, "multiple-choice items: a prior over training answers does not apply")
+    if dataset.train_answers_withheld is not None:
+        return BlindAnswers([], {}, f"dataset {dataset.name!r}: {dataset.train_answers_withheld}")
     prior = blind_prior(dataset.train_answers)
     if prior is None:
         return BlindAnswers([], {}, f"dataset {dataset.name!r} carries no training-split answers")

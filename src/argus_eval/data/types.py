@@ -66,6 +66,8 @@ class Dataset:
     caption_bank: tuple[str, ...] = ()
     # Training-split answers as (family, question_type, answer), for the blind (no-image) baseline.
     train_answers: tuple[tuple[str, str, str], ...] = ()
+    # Why train_answers is empty although the format has a training split (the blind baseline says so).
+    train_answers_withheld: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
     def image_path(self, sample: Sample) -> Path:
