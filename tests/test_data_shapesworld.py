@@ -243,6 +243,11 @@ def test_also_true_of_is_exact(tmp_path: Path) -> None:
             assert fact.holds(objs, rels)  # every caption is true of its own image
             brute = [k for k, g in enumerate(graphs) if k != i and fact.holds(*g)]
             assert index.true_of(fact, exclude=i) == brute
+            # A second ask is answered from the index's memo: still exact, for any excluded scene.
+            j = rng.randrange(len(graphs))
+            assert index.true_of(fact, exclude=j) == [
+                k for k, g in enumerate(graphs) if k != j and fact.holds(*g)
+            ]
     assert all(len(c) == 5 and len(set(c)) == 5 for c in gen.captions)
 
 

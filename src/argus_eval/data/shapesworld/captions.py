@@ -263,13 +263,18 @@ class TruthIndex:
     def __init__(self, scenes: Sequence[tuple[Objects, Rels]]) -> None:
         self.scenes = scenes
         self.index: dict[Key, set[int]] = {}
+        # Generic facts ("there are three things") recur across thousands of scenes: test each once.
+        self._memo: dict[Fact, list[int]] = {}
         for k, (objs, _) in enumerate(scenes):
             for key in scene_keys(objs):
                 self.index.setdefault(key, set()).add(k)
 
     def true_of(self, fact: Fact, exclude: int = -1) -> list[int]:
         """Sorted indices of scenes (other than exclude) the fact holds in."""
-        cands: set[int] | range = range(len(self.scenes))
-        for key in fact.needs():
-            cands = set(cands) & self.index.get(key, set())
-        return [k for k in sorted(cands) if k != exclude and fact.holds(*self.scenes[k])]
+        true = self._memo.get(fact)
+        if true is None:
+            cands: set[int] | range = range(len(self.scenes))
+            for key in fact.needs():
+                cands = set(cands) & self.index.get(key, set())
+            true = self._memo[fact] = [k for k in sorted(cands) if fact.holds(*self.scenes[k])]
+        return [k for k in true if k != exclude]
