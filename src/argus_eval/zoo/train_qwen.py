@@ -19,11 +19,8 @@ from argus_eval.zoo.loop import Schedule
 from argus_eval.zoo.recipes import Log, Recipe, Trained
 from argus_eval.zoo.vocab import shapesworld_words, word_level
 
-IMAGE, PATCH, MERGE = (
-    96,
-    8,
-    2,
-)  # at most 96x96 pixels: 160x120 scenes become 96x80, 12x10 patches -> 6x5 = 30 tokens
+# At most 96x96 pixels, aspect kept: 160x120 scenes become 96x80, 12x10 patches merged 2x2 -> 6x5 = 30 tokens.
+IMAGE, PATCH, MERGE = 96, 8, 2
 TEXT: dict[str, int] = {"hidden": 128, "layers": 3, "heads": 4, "kv_heads": 2, "mlp": 256}
 VISION: dict[str, int] = {"hidden": 64, "depth": 2, "heads": 4, "mlp": 128}
 SPECIALS = [

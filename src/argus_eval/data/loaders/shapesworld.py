@@ -122,6 +122,12 @@ def load_shapesworld(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         folder / "annotations" / f"captions_{split}.json",
         folder / "questions" / f"CLEVR_{split}_questions.json",
     ]
+    # A prior fitted on the very answers it is scored on would overstate what a blind model reaches.
+    withheld = (
+        "the evaluated split is the training split, so no held-out prior exists (evaluate split: test)"
+        if split == "train"
+        else None
+    )
     info: dict[str, Any] = {
         "domain": options.domain,
         "split": split,
@@ -137,13 +143,8 @@ def load_shapesworld(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         skipped=skips.records,
         answer_vocab=ANSWER_VOCAB,
         caption_bank=read_caption_bank(train / "annotations" / "captions_train.json"),
-        # A prior fitted on the very answers it is scored on would overstate what a blind model reaches.
-        train_answers=() if split == "train" else read_train_answers(train, Skips(options.strict)),
-        train_answers_withheld=(
-            "the evaluated split is the training split, so no held-out prior exists (evaluate split: test)"
-            if split == "train"
-            else None
-        ),
+        train_answers=() if withheld else read_train_answers(train, Skips(options.strict)),
+        train_answers_withheld=withheld,
         info=info,
     )
 
