@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS, Chooser, Generator, PairScorer
+from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Chooser, Generator, PairScorer
 from model_fixtures import TEXTS, load_tiny, tiny_images
 
 FAMILIES = ["gemma3", "qwen2_5_vl"]
@@ -23,7 +23,7 @@ def pair(request: pytest.FixtureRequest) -> tuple[Any, Any]:
 
 def test_capabilities(pair: tuple[Any, Any]) -> None:
     m8, _ = pair
-    assert m8.info.capabilities == frozenset({GENERATE, CHOOSE, SCORE_PAIRS})
+    assert m8.info.capabilities == frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL})
     assert isinstance(m8, Generator) and isinstance(m8, Chooser) and isinstance(m8, PairScorer)
     assert m8.tokenizer.padding_side == "left"
 

@@ -3,7 +3,10 @@
 GENERATE: batched greedy decoding, left padding, only new tokens decoded, special tokens stripped.
 CHOOSE: summed log-probability of each option's tokens as the assistant's answer to image + prompt.
 SCORE_PAIRS: mean per-token log-probability of the text as the assistant's answer to the image with
-an empty user prompt (no task wording in the model wing); use it to rank texts for one image.
+an empty user prompt (no task wording in the model wing); use it to rank texts for one image. Texts
+that share an image are scored as continuations of one cached prefix (vlm_prefix.py): the image is
+encoded once, not once per text; score_pairs_per_pair is the full-sequence reference path.
+POOL: mean projected image token and mean input word embedding, a cheap first stage for retrieval.
 The prompt text always comes from the task; the adapter only wraps it in the model's chat template.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,14 +33,16 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
-from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS
+from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
+from argus_eval.models.vlm_pool import pool_images, pool_texts
+from argus_eval.models.vlm_prefix import PrefixScorer, continuation_ids, group_items
 
 
 class VLMAdapter(HFAdapterBase):
     """A chat VLM: one image and one user text per item."""
 
     def __init__(self, req: LoadRequest, model: Any, processor: Any) -> None:
-        super().__init__(req, model, frozenset({GENERATE, CHOOSE, SCORE_PAIRS}))
+        super().__init__(req, model, frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL}))
         self.processor = processor
         self.tokenizer = processor.tokenizer
         # Decoder-only generation must pad on the left; Qwen's tokenizer reloads with 'right'
@@ -47,6 +52,7 @@ class VLMAdapter(HFAdapterBase):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.max_new_tokens_cap = req.cfg.max_new_tokens
         self._keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._prefix = PrefixScorer(self.model, self._encode, self.tokenizer.pad_token_id, self.batch_size)
 
     def _chat(self, prompt: str) -> str:
         content: list[dict[str, str]] = [{"type": "image"}]
@@ -101,6 +107,44 @@ class VLMAdapter(HFAdapterBase):
 
     def _n_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _tokenize(self, text: str) -> list[int]:
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids
+
+    @torch.inference_mode()
+    def _cached_logprobs(
+        self, images: Sequence[ImageArray], contexts: Sequence[str], conts: Sequence[str]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """As _continuation_logprobs, with each (image, context) encoded once and its texts continued
+        from the cached prefix; a group of one item, or a text whose tokens merge into the context,
+        takes the full-sequence path (a prefix pass would not save anything, or not be the same)."""
+        n = len(contexts)
+        sums = np.zeros(n, dtype=np.float64)
+        counts = np.zeros(n, dtype=np.int64)
+        full_path: list[int] = []
+        for (_, ctx), items in group_items(images, contexts).items():
+            ids = [continuation_ids(self._tokenize, ctx, conts[i]) for i in items]
+            cached = [(i, t) for i, t in zip(items, ids, strict=True) if t is not None]
+            if len(cached) < 2:
+                full_path.extend(items)
+                continue
+            full_path.extend(i for i, t in zip(items, ids, strict=True) if t is None)
+            with self._padding("right"):
+                prefix = self._prefix.prefix(images[cached[0][0]], ctx)
+            got = self._prefix.score(prefix, [t for _, t in cached])
+            for (i, t), s in zip(cached, got, strict=True):
+                sums[i], counts[i] = s, len(t)
+        self.forward_calls += self._prefix.forward_calls
+        self._prefix.forward_calls = 0
+        if full_path:
+            s, c = self._continuation_logprobs(
+                [images[i] for i in full_path],
+                [contexts[i] for i in full_path],
+                [conts[i] for i in full_path],
+            )
+            sums[full_path], counts[full_path] = s, c
+        return sums, counts
 
     @torch.inference_mode()
     def _continuation_logprobs(
@@ -163,16 +207,46 @@ class VLMAdapter(HFAdapterBase):
         return out
 
     def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
-        """(n,) mean token log-probability of text as the answer to its image with an empty prompt."""
+        """(n,) mean token log-probability of text as the answer to its image with an empty prompt;
+        pairs that share an image reuse its cached prefix."""
+        return self._pair_scores(images, texts, self._cached_logprobs)
+
+    def score_pairs_per_pair(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
+        """score_pairs with one full forward pass per pair (image re-encoded each time): the reference."""
+        return self._pair_scores(images, texts, self._continuation_logprobs)
+
+    def _pair_scores(
+        self,
+        images: Sequence[ImageArray],
+        texts: Sequence[str],
+        logprobs: Callable[
+            [Sequence[ImageArray], Sequence[str], Sequence[str]],
+            tuple[NDArray[np.float64], NDArray[np.int64]],
+        ],
+    ) -> NDArray[np.float32]:
         n = check_lengths(images, texts)
         if n == 0:
             return np.zeros((0,), dtype=np.float32)
         ctx = self._chat("")
-        sums, counts = self._continuation_logprobs(images, [ctx] * n, list(texts))
+        sums, counts = logprobs(images, [ctx] * n, list(texts))
         scores: NDArray[np.float32] = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf).astype(
             np.float32
         )
         return scores
+
+    def pool_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
+        """(n, d) mean projected image token per image, L2-normalised (a first stage, see vlm_pool)."""
+        self.forward_calls += -(-len(images) // self.batch_size)
+        return pool_images(self.model, self.processor, self.to_device, images, self.batch_size)
+
+    def pool_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n, d) mean input word embedding per text, L2-normalised, in pool_images' space."""
+        return pool_texts(self.model, self.tokenizer, self.device, texts)
+
+    def close(self) -> None:
+        """Free the weights, including the prefix scorer's reference to them."""
+        super().close()
+        self._prefix.model = self.model
 
 
 def load_vlm(req: LoadRequest) -> VLMAdapter:

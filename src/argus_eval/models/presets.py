@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from argus_eval.models.protocols import CAPTION, CHOOSE, CLASSIFY, EMBED, GENERATE, SCORE_PAIRS
+from argus_eval.models.protocols import CAPTION, CHOOSE, CLASSIFY, EMBED, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.registry import Registry
 
 
@@ -44,12 +44,16 @@ _add(
         note="needs region features: options.region_features (npz/h5/tsv) or the grid approximation",
     )
 )
-_add(Preset("gemma-3-4b", "hf:google/gemma-3-4b-it", "gemma3", frozenset({GENERATE, CHOOSE, SCORE_PAIRS})))
+_add(
+    Preset(
+        "gemma-3-4b", "hf:google/gemma-3-4b-it", "gemma3", frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL})
+    )
+)
 _add(
     Preset(
         "qwen2.5-vl-3b",
         "hf:Qwen/Qwen2.5-VL-3B-Instruct",
         "qwen2_5_vl",
-        frozenset({GENERATE, CHOOSE, SCORE_PAIRS}),
+        frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL}),
     )
 )

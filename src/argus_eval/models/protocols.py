@@ -24,8 +24,11 @@ GENERATE = "generate"  # generate(images, prompts) -> text, following an instruc
 CAPTION = "caption"
 CHOOSE = "choose"  # choose(images, prompts, options) -> log-likelihood per option
 CLASSIFY = "classify"  # classify(images, questions) -> one label of a fixed answer head (LXMERT, BLIP-VQA)
+# pool_images / pool_texts: cheap pooled vectors of a model that is not a retrieval encoder (a chat
+# VLM's mean image token and mean word embedding); good for a shortlist, not for ranking on their own.
+POOL = "pool"
 
-ALL_CAPABILITIES = (EMBED, SCORE_PAIRS, GENERATE, CAPTION, CHOOSE, CLASSIFY)
+ALL_CAPABILITIES = (EMBED, SCORE_PAIRS, GENERATE, CAPTION, CHOOSE, CLASSIFY, POOL)
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,17 @@ class Embedder(Protocol):
 class PairScorer(Protocol):
     def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
         """(n,) match score for each (image, text) pair; higher is a better match."""
+        ...
+
+
+@runtime_checkable
+class Pooler(Protocol):
+    def pool_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised pooled image vectors (first-stage use only)."""
+        ...
+
+    def pool_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised pooled text vectors in the same space as pool_images."""
         ...
 
 
