@@ -15,6 +15,7 @@ import pytest
 from argus_eval.errors import ResultsError
 from argus_eval.report.build import read_results, write_reports
 from argus_eval.report.csv_export import cells_csv, scorecard_csv
+from argus_eval.report.fmt import signed
 from argus_eval.report.html import HtmlOptions, render_html, script_json
 from argus_eval.report.markdown import render_summary
 from report_fixtures import HOSTILE_MODEL, HOSTILE_PREDICTION, append_bulk_samples, make_run
@@ -57,7 +58,7 @@ def test_summary_has_every_table(run: Path, results: dict[str, Any]) -> None:
     m = results["models"]["qwen-mock"]
     lo, hi = m["intervals"]["ARGUS"]
     assert f"{m['ARGUS']:.3f} [{lo:.3f}, {hi:.3f}]" in qwen
-    assert qwen.rstrip(" |").endswith(f"{results['gap']['rank_shift']['qwen-mock']:+d}")
+    assert qwen.rstrip(" |").endswith(" | " + signed(results["gap"]["rank_shift"]["qwen-mock"]))
     # Undefined terms carry their reason.
     assert "undefined" in md
     assert results["models"]["lxmert-mock"]["undefined"]["CDC"] in md

@@ -97,11 +97,13 @@ def test_pairing_identical_cells_give_identical_resamples() -> None:
     card = bootstrap_scorecard(cells, {}, OPTS).models["A"]
     assert card.intervals["RR"] == (1.0, 1.0)
     assert card.retention[0].intervals["flip_rate"] == (0.0, 0.0)
-    # two models with identical data: each ranks strictly above the other in no resample
+    # two models with identical data tie on every shared cell in every resample: P(A beats B) is exactly
+    # one half (ties count half) and neither is claimed above the other
     twin = [mean_cell(CellKey("B", "retrieval", "coco", c), IDS, scores) for c in ("clean", "image:fog@1")]
     boot = bootstrap_scorecard(cells + twin, {}, OPTS)
     assert boot.bootstrap is not None
-    assert boot.bootstrap.pairwise["P"]["A"]["B"] == 0.0
+    assert boot.bootstrap.pairwise["P"]["A"]["B"] == 0.5
+    assert boot.comparison.claims == []
     assert boot.models["A"].intervals["P"] == boot.models["B"].intervals["P"]
 
 

@@ -18,7 +18,7 @@ def profile_command(
     from argus_eval.runner.config import load_config, parse_config
     from argus_eval.runner.local import ModelPool
     from argus_eval.runner.pipeline import plan_run
-    from argus_eval.runner.profiling import measure_model
+    from argus_eval.runner.profiling import profile_plan
     from argus_eval.runner.store import Store
 
     base = load_config(config) if config is not None else None
@@ -50,14 +50,21 @@ def profile_command(
 
                 reasons = "; ".join(s["reason"] for s in plan.skipped) or "no samples"
                 raise CapabilityError(f"model {spec!r} cannot run task {task!r}: {reasons}")
-            profile = measure_model(pool.get(cell.model), cell, store, cfg)
+            profiles = profile_plan(plan, store, pool, cfg)
         finally:
             pool.close()
+    profile = profiles.summaries.get("profiled")
     if profile is None:
         from argus_eval.errors import SampleError
 
-        raise SampleError(f"no decodable sample to profile {spec!r} on")
+        why = profiles.undefined.get("profiled") or "; ".join(profiles.left_out.values()) or "no sample"
+        raise SampleError(f"could not profile {spec!r}: {why}")
     out = profile.to_json()
+    timing = profiles.timings.get(("profiled", cell.task.name))
+    if timing is not None:
+        out["trials"] = timing.to_json()["trials"]
+        out["latency_spread"] = timing.spread()
+        out["memory_basis"] = timing.memory_basis
     out["measured_on"] = {
         "task": cell.task.name,
         "protocol": cell.protocol.name,

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from argus_eval.report import charts as ch
-from argus_eval.report import tables
+from argus_eval.report import fmt, tables
+from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.gallery import Gallery, build_gallery
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.tables import Table
@@ -191,10 +192,18 @@ def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOpt
         "gallery": gallery.items,
         "thumbnails": gallery.thumbnails,
     }
-    t = {tb.key: tb for tb in tables.all_tables(results)}
+    t = {tb.key: tb for tb in [*tables.all_tables(results), *comparison_tables(results)]}
     sections = [
         ("scorecard", "Scorecard", table_html(t["scorecard"]) + _chart_divs(charts, "charts")),
-        ("rankings", "Rankings", table_html(t["rankings"])),
+        (
+            "rankings",
+            "Rankings",
+            table_html(t["rankings"])
+            + table_html(t["pairwise-ARGUS"])
+            + table_html(t["pairwise-P"])
+            + table_html(t["claims"]),
+        ),
+        ("coverage", "Coverage", table_html(t["coverage"])),
         (
             "consistency",
             "Consistency across datasets",
@@ -209,7 +218,11 @@ def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOpt
             + "</details>",
         ),
         ("reliance", "Image reliance", table_html(t["reliance"])),
-        ("efficiency", "Efficiency", _chart_divs(charts, "efficiency") + table_html(t["efficiency"])),
+        (
+            "efficiency",
+            "Efficiency",
+            _chart_divs(charts, "efficiency") + table_html(t["efficiency"]) + table_html(t["timing"]),
+        ),
         (
             "cells",
             "Cells",
@@ -228,7 +241,7 @@ def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOpt
     gap_html = (
         f"<p class='gap' id='gap-sentence'>{esc(gap.get('sentence') or 'No gap sentence in results.')}</p>"
         f"<p class='tau'>Kendall's tau between the capability and overall rankings: "
-        f"{'undefined' if tau is None else f'{tau:.3f}'}</p>"
+        f"{esc(fmt.with_interval(tau, gap.get('kendall_tau_interval')))}</p>"
     )
     lib_html = f"<script>{lib}</script>" if lib is not None else ""
     return (

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus_eval.report import tables
+from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.tables import Table
 
 
@@ -56,7 +57,7 @@ def render_summary(results: Mapping[str, Any]) -> str:
     gap = results.get("gap") or {}
     if gap.get("sentence"):
         lines += [f"**Capability-reliability gap:** {md_text(gap['sentence'])}", ""]
-    for t in tables.all_tables(results):
+    for t in [*tables.all_tables(results), *comparison_tables(results)]:
         lines += md_table(t)
     notes = results.get("notes") or []
     if notes:

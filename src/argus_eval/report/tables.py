@@ -89,7 +89,10 @@ def rankings(results: Mapping[str, Any]) -> Table:
         "rankings",
         "Rankings: capability (P) against overall (ARGUS)",
         ["model", "capability rank", "P", "overall rank", "ARGUS", "rank shift"],
-        caption=f"Kendall's tau between the two rankings: {fmt.num(tau)}.",
+        caption="Kendall's tau between the two rankings: "
+        f"{fmt.with_interval(tau, gap.get('kendall_tau_interval'))}. "
+        "A rank is 1 + the number of models supported above it head to head (docs/comparisons.md), so "
+        "models the run cannot separate share a rank.",
     )
     cap = (results.get("rankings") or {}).get("capability", [])
     ovr = {r["model"]: r for r in (results.get("rankings") or {}).get("overall", [])}

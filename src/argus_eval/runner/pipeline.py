@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from argus_eval.errors import ConfigError
 from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.spec import ModelConfig
@@ -19,7 +20,7 @@ from argus_eval.runner.executors import EXECUTORS
 from argus_eval.runner.local import ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.plan import Plan, build_plan
-from argus_eval.runner.profiling import measure_model, profile_cell, profile_key, profile_plan
+from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results
 from argus_eval.runner.score import score_cells, write_samples
 from argus_eval.runner.store import Store
@@ -66,19 +67,6 @@ def model_infos(store: Store, pool: ModelPool) -> Callable[[ModelConfig, str], M
     return get
 
 
-def _profiler(plan: Plan, store: Store, cfg: RunConfig) -> Callable[[ModelConfig, Model], None] | None:
-    """Profile a model while execute still holds it loaded, if its profile is not stored yet."""
-    if not cfg.efficiency.enabled:
-        return None
-
-    def done(model_cfg: ModelConfig, model: Model) -> None:
-        cell = profile_cell(plan, model_cfg)
-        if cell is not None and store.get_profile(profile_key(cell, cfg)) is None:
-            measure_model(model, cell, store, cfg)
-
-    return done
-
-
 def plan_run(cfg: RunConfig, store: Store, pool: ModelPool) -> Plan:
     datasets = load_datasets(cfg)
     tasks = build_tasks(cfg.tasks)
@@ -89,6 +77,19 @@ def plan_run(cfg: RunConfig, store: Store, pool: ModelPool) -> Plan:
     return build_plan(cfg.models, fps, lambda m: infos(m, fp_of[m.name]), tasks, datasets, conditions)
 
 
+def require_cells(plan: Plan) -> None:
+    """A plan with no cell would print an empty scorecard: say why instead (ConfigError)."""
+    if plan.cells:
+        return
+    why = [f"task {e['task']} has no samples in dataset {e['dataset']}" for e in plan.not_applicable]
+    why += [f"{e['model']} cannot run {e['task']} ({e['reason']})" for e in plan.skipped]
+    raise ConfigError(
+        "nothing to evaluate: "
+        + ("; ".join(why) or "no model, task and dataset combine")
+        + "; check the config's tasks and dataset options (e.g. questions_per_image)"
+    )
+
+
 def run(
     cfg: RunConfig,
     out_dir: Path,
@@ -96,19 +97,23 @@ def run(
     strict: bool = False,
     quiet: bool = False,
     loader: Callable[[ModelConfig], Model] = load_model,
+    retry_failed: bool = True,
 ) -> RunOutcome:
-    """Run (or resume) an evaluation into out_dir and write results.json and samples.jsonl."""
+    """Run (or resume) an evaluation into out_dir and write results.json and samples.jsonl.
+
+    Failed records of an earlier run are computed again unless retry_failed is False."""
     t0 = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     pool = ModelPool(loader)
     with Store(out_dir / "store.sqlite") as store:
         try:
             plan = plan_run(cfg, store, pool)
+            plan.retry_failed = retry_failed
+            require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
-            stats = executor(
-                plan, store, pool, cfg.seed, strict, quiet, _profiler(plan, store, cfg), cfg.executor_options
-            )
-            profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else {}
+            stats = executor(plan, store, pool, cfg.seed, strict, quiet, None, cfg.executor_options)
+            # after every cell, so that all models are timed side by side, interleaved (profiling.py)
+            profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else Profiles()
             stats.forward_calls = pool.forward_calls + stats.remote_forward_calls
         finally:
             pool.close()
@@ -138,6 +143,9 @@ def run(
         "forward_calls": stats.forward_calls,
         "records_written": stats.records_written,
         "failed": stats.failed,
+        "timing_trials_reused": profiles.reused_trials,
+        "recomputed_stale": stats.stale,
+        "retried_failed": stats.retried,
         "samples_jsonl_lines": n_samples,
     }
     (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")

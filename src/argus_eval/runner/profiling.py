@@ -1,20 +1,28 @@
-"""Efficiency profiling inside a run: one profile per model, measured once and kept in the store.
+"""Efficiency inside a run: interleaved timing trials of every model on every task it runs.
 
-A profile is keyed by model fingerprint, hardware fingerprint and settings, so a rerun on the same
-machine reuses it (no model call) and figures from different hardware never mix.
+Like with like: each model is timed per task, on the protocol it runs there (an embedding against an
+embedding, a generation against a generation). Trials are interleaved across models and tasks
+(A B C A B C ...) so that load drift hits all alike; every trial is kept in the store under a key
+holding the model fingerprint, the hardware fingerprint and the settings, so a resumed run reuses its
+trials and trials from different hardware never mix. A failing trial is retried once, then left out and
+counted; a model that cannot be profiled at all gets an undefined E with the reason, and the run goes on.
 """
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from argus_eval.data.types import fingerprint_of
 from argus_eval.efficiency.fingerprint import hardware_fingerprint
-from argus_eval.efficiency.profile import measure
+from argus_eval.efficiency.flops import count_flops
 from argus_eval.efficiency.record import EfficiencyProfile
-from argus_eval.errors import SampleError
+from argus_eval.efficiency.trials import TaskTiming, Trial, measure_memory_mb, measure_trial
+from argus_eval.errors import ArgusError, SampleError
 from argus_eval.models.protocols import Model
-from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import RunConfig
 from argus_eval.runner.gallery import with_gallery
@@ -23,6 +31,22 @@ from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
 from argus_eval.tasks.base import Prepared
+
+# Families whose figures would describe the client process and the network, not the model.
+_REMOTE_FAMILIES = frozenset({"openai-compatible-api"})
+
+
+@dataclass
+class Profiles:
+    """What profiling gives scoring: per (model, task) timings, a per-model summary for display and the
+    advisor, why a model has no figures, and how many trials failed."""
+
+    timings: dict[tuple[str, str], TaskTiming] = field(default_factory=dict)
+    summaries: dict[str, EfficiencyProfile | None] = field(default_factory=dict)
+    undefined: dict[str, str] = field(default_factory=dict)
+    left_out: dict[tuple[str, str], str] = field(default_factory=dict)
+    failed_trials: int = 0
+    reused_trials: int = 0
 
 
 def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
@@ -41,60 +65,163 @@ def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
     return [ready[i % len(ready)] for i in range(n)]
 
 
-def profile_key(cell: Cell, cfg: RunConfig) -> str:
-    hw = hardware_fingerprint(cell.model.device, cell.model.dtype)
-    return fingerprint_of(
-        "profile", cell.model_fp, hw, cfg.efficiency.model_dump(), cell.task.name, cell.protocol.name
-    )
+def timing_cells(plan: Plan) -> list[Cell]:
+    """One clean cell per (model, task), the first in plan order: the work each model is timed on."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for c in plan.cells:
+        unit = (c.model.name, c.task.name)
+        if c.condition.kind == "clean" and unit not in seen:
+            seen.add(unit)
+            out.append(c)
+    return out
 
 
-def profile_cell(plan: Plan, model_cfg: ModelConfig) -> Cell | None:
-    """The cell a model is profiled on: its first clean cell served by a native protocol (what the model
-    is built for, so figures compare like with like), else its first clean cell."""
-    clean = [c for c in plan.cells if c.model.name == model_cfg.name and c.condition.kind == "clean"]
-    return next((c for c in clean if c.protocol.native), clean[0] if clean else None)
+def _key(cell: Cell, cfg: RunConfig, hw_id: str, part: str) -> str:
+    eff = cfg.efficiency.model_dump()
+    return fingerprint_of("timing", cell.model_fp, hw_id, eff, cell.task.name, cell.protocol.name, part)
 
 
-def measure_model(model: Model, cell: Cell, store: Store, cfg: RunConfig) -> EfficiencyProfile | None:
-    """Measure one loaded model on its profiling cell and keep the profile in the store."""
-    eff = cfg.efficiency
-    inputs = _probe_inputs(cell, eff.batch_size, cfg.seed)
-    if not inputs:
+def _retry_once(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except (ArgusError, RuntimeError, ValueError, OSError):
+        return fn()
+
+
+class _Unit:
+    """One (model, task) being timed: its inputs, stored trials and static figures."""
+
+    def __init__(self, cell: Cell, cfg: RunConfig, store: Store) -> None:
+        self.cell = cell
+        self.cfg = cfg
+        self.store = store
+        self.hw = hardware_fingerprint(cell.model.device, cell.model.dtype)
+        self.inputs: list[Prepared] | None = None
+        self.trials: dict[int, Trial] = {}
+        self.failed = 0
+        for i in range(cfg.efficiency.trials):
+            got = store.get_profile(_key(cell, cfg, self.hw["id"], f"trial{i}"))
+            if got is not None:
+                self.trials[i] = Trial(float(got["latency_ms"]), float(got["throughput_per_s"]))
+        self.reused = len(self.trials)
+
+    def run_batch(self, model: Model) -> Callable[[int], None]:
+        if self.inputs is None:
+            self.inputs = _probe_inputs(self.cell, self.cfg.efficiency.batch_size, self.cfg.seed)
+        inputs = self.inputs
+        if not inputs:
+            raise SampleError(f"no decodable sample in {self.cell.dataset.name} to time")
+
+        def run(n: int) -> None:
+            self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset)
+
+        return run
+
+    def trial(self, i: int, model: Model) -> None:
+        eff = self.cfg.efficiency
+        run = self.run_batch(model)
+        try:
+            t = _retry_once(lambda: measure_trial(run, eff.batch_size, model.info.device, eff.repeats))
+        except (ArgusError, RuntimeError, ValueError, OSError):
+            self.failed += 1
+            return
+        self.trials[i] = t
+        self.store.put_profile(_key(self.cell, self.cfg, self.hw["id"], f"trial{i}"), t.to_json())
+
+    def static(self, model: Model) -> dict[str, Any]:
+        key = _key(self.cell, self.cfg, self.hw["id"], "static")
+        got = self.store.get_profile(key)
+        if got is not None:
+            return got
+        run = self.run_batch(model)
+        info = model.info
+        memory, basis = measure_memory_mb(
+            lambda: run(self.cfg.efficiency.batch_size), info.device, info.params, info.dtype
+        )
+        data = {"memory_mb": memory, "memory_basis": basis, "flops_per_sample": count_flops(lambda: run(1))}
+        self.store.put_profile(key, data)
+        return data
+
+    def timing(self, static: dict[str, Any], params: int | None) -> TaskTiming:
+        c = self.cell
+        return TaskTiming(
+            model=c.model.name,
+            task=c.task.name,
+            protocol=c.protocol.name,
+            trials=tuple(self.trials[i] for i in sorted(self.trials)),
+            memory_mb=static["memory_mb"],
+            memory_basis=static["memory_basis"],
+            flops_per_sample=static["flops_per_sample"],
+            params=params,
+            fingerprint=self.hw,
+            failed_trials=self.failed,
+        )
+
+
+def _summary(timings: list[TaskTiming], native_task: str | None) -> EfficiencyProfile | None:
+    """A per-model summary for display and the advisor: the figures of its first native task (else its
+    first task), latency p95 over trials, and the largest memory over its tasks."""
+    if not timings:
         return None
-
-    def run_batch(n: int) -> None:
-        cell.task.infer(model, cell.protocol, inputs[:n], cell.dataset)
-
-    profile = measure(
-        run_batch,
-        batch_size=eff.batch_size,
-        device=model.info.device,
-        warmup=eff.warmup,
-        repeats=eff.repeats,
-        flops_fn=partial(run_batch, 1),
-        params=model.info.params,
-        dtype=model.info.dtype,
+    main = next((t for t in timings if t.task == native_task), timings[0])
+    lat = main.latencies
+    memories = [t.memory_mb for t in timings if t.memory_mb is not None]
+    return EfficiencyProfile(
+        latency_ms_p50=float(np.median(lat)),
+        latency_ms_p95=float(np.percentile(lat, 95)),
+        throughput_per_s=float(np.median(main.throughputs)),
+        peak_memory_mb=max(memories) if memories else 0.0,
+        flops_per_sample=main.flops_per_sample,
+        params=main.params,
+        fingerprint=main.fingerprint,
     )
-    data = profile.to_json()
-    data["measured_on"] = {"task": cell.task.name, "protocol": cell.protocol.name}
-    store.put_profile(profile_key(cell, cfg), data)
-    return profile
 
 
-def profile_plan(
-    plan: Plan, store: Store, pool: ModelPool, cfg: RunConfig
-) -> dict[str, EfficiencyProfile | None]:
-    """Every model's profile: from the store when measured before on this hardware, else measured now."""
-    out: dict[str, EfficiencyProfile | None] = {}
-    for model_cfg in cfg.models:
-        cell = profile_cell(plan, model_cfg)
-        if cell is None:
-            out[model_cfg.name] = None
+def profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunConfig) -> Profiles:
+    """Timing trials of every (model, task), interleaved; stored trials are reused, missing ones measured."""
+    out = Profiles()
+    cells = timing_cells(plan)
+    units: dict[tuple[str, str], _Unit] = {}
+    models: dict[str, Model] = {}
+    for c in cells:
+        if c.model.name in out.undefined:
             continue
-        cached = store.get_profile(profile_key(cell, cfg))
-        if cached is not None:
-            out[model_cfg.name] = EfficiencyProfile.from_json(cached)
+        try:
+            model = models.get(c.model.name) or pool.get(c.model)
+        except (ArgusError, RuntimeError, OSError) as exc:
+            out.undefined[c.model.name] = f"could not load the model to time it ({exc})"
             continue
-        out[model_cfg.name] = measure_model(pool.get(model_cfg), cell, store, cfg)
-        pool.release(model_cfg.name)
+        if model.info.family in _REMOTE_FAMILIES:
+            out.undefined[c.model.name] = (
+                "served model: timings and memory would describe this client and the network, not the model"
+            )
+            continue
+        models[c.model.name] = model
+        units[(c.model.name, c.task.name)] = _Unit(c, cfg, store)
+    for i in range(cfg.efficiency.trials):  # interleaved: every unit's trial i before any trial i + 1
+        for unit_key, unit in units.items():
+            if i not in unit.trials and unit_key not in out.left_out:
+                try:
+                    unit.trial(i, models[unit_key[0]])
+                except SampleError as exc:
+                    out.left_out[unit_key] = str(exc)
+    by_model: dict[str, list[TaskTiming]] = {}
+    for (name, task), unit in units.items():
+        out.failed_trials += unit.failed
+        out.reused_trials += unit.reused
+        if not unit.trials:
+            out.left_out.setdefault((name, task), f"all {cfg.efficiency.trials} timing trials failed")
+            continue
+        try:
+            static = unit.static(models[name])
+        except (ArgusError, RuntimeError, ValueError, OSError) as exc:
+            out.left_out[(name, task)] = f"memory/FLOPs could not be measured ({exc})"
+            continue
+        timing = unit.timing(static, models[name].info.params)
+        out.timings[(name, task)] = timing
+        by_model.setdefault(name, []).append(timing)
+    for m in cfg.models:
+        native = next((c.task.name for c in cells if c.model.name == m.name and c.protocol.native), None)
+        out.summaries[m.name] = _summary(by_model.get(m.name, []), native)
     return out

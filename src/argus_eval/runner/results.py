@@ -6,8 +6,11 @@ from typing import Any
 
 from argus_eval.efficiency.devices import DEVICES, get_device, project
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.trials import summary_spread
 from argus_eval.runner.config import RunConfig
+from argus_eval.runner.profiling import Profiles
 from argus_eval.runner.score import ScoredCell, cell_data, cell_summary
+from argus_eval.scoring.extras import add_extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.reliance import NOTES as RELIANCE_NOTES
 from argus_eval.scoring.reliance import image_reliance, is_control
@@ -75,20 +78,64 @@ def projections(profile: EfficiencyProfile) -> list[dict[str, object]]:
     return out
 
 
+# A median relative latency spread across trials above this makes E's ranking fragile: say so.
+NOISY_SPREAD = 0.5
+
+
+def timing_block(prof: Profiles, cfg: RunConfig) -> dict[str, Any]:
+    """The run's timing trials, their noise, and what was left out of E and why."""
+    timings = list(prof.timings.values())
+    noise = summary_spread(timings)
+    warning = None
+    if noise is not None and noise > NOISY_SPREAD:
+        warning = (
+            f"timing is noisy on this machine (median latency spread across trials {noise:.0%}): "
+            "E's intervals are wide; more trials (efficiency.trials) or a quieter machine narrow them"
+        )
+    return {
+        "trials_per_task": cfg.efficiency.trials,
+        "interleaved": True,
+        "noise": {"median_latency_spread": noise, "basis": "(max - min) / median of trial latencies"},
+        "warning": warning,
+        "failed_trials": prof.failed_trials,
+        "undefined": dict(sorted(prof.undefined.items())),
+        "left_out": [{"model": m, "task": t, "reason": r} for (m, t), r in sorted(prof.left_out.items())],
+        "per_task": [t.to_json() for _k, t in sorted(prof.timings.items())],
+    }
+
+
 def build_results(
     scored: list[ScoredCell],
-    profiles: dict[str, EfficiencyProfile | None],
+    prof: Profiles,
     cfg: RunConfig,
     manifest: dict[str, Any],
 ) -> dict[str, Any]:
     """Everything a report needs, as plain JSON with deterministic content for the same inputs."""
     options = ScoringOptions.model_validate(cfg.scoring)
-    card = bootstrap_scorecard(cell_data(scored), profiles, options).to_json()
+    profiles = prof.summaries
+    timings = prof.timings if cfg.efficiency.enabled else None
+    card = bootstrap_scorecard(cell_data(scored), profiles, options, timings, prof.undefined).to_json()
+    # A cell's further official scores (VCR: QA->R, Q->AR) beside its primary, on the same paired resamples.
+    extras = {_key(s): s.result.extras for s in scored if s.result is not None and s.result.extras}
+    add_extra_scores(card["cells"], cell_data(scored), extras, options)
     reliance = reliance_block(scored, options)
     notes = []
     for s in manifest.get("skipped", []):
         notes.append(f"{s.get('model', '?')} / {s.get('task', '?')}: left out ({s['reason']})")
     notes += reliance["skipped"]
+    timing = timing_block(prof, cfg) if cfg.efficiency.enabled else None
+    if timing is not None and timing["warning"]:
+        notes.append(timing["warning"])
+    if timing is not None and prof.failed_trials:
+        notes.append(f"{prof.failed_trials} timing trial(s) failed twice and were left out of E")
+    for m, why in sorted(prof.undefined.items()):
+        notes.append(f"{m}: no efficiency figures ({why})")
+    if card["below_chance"]:
+        listed = ", ".join(
+            f"{c['model']} / {c['task']} / {c['dataset']} ({c['score']:.3f} <= chance {c['chance']:.3f})"
+            for c in card["below_chance"]
+        )
+        notes.append(f"at or below chance, counted in P but not in CDC: {listed}")
     failed = sum(len(s.failures) for s in scored)
     if failed:
         notes.append(f"{failed} sample(s) failed and are excluded from scores (see cells[].failure_reasons)")
@@ -103,6 +150,9 @@ def build_results(
         "models": card["models"],
         "rankings": card["rankings"],
         "gap": card["gap"],
+        "comparison": card["comparison"],
+        "below_chance": card["below_chance"],
+        "timing": timing,
         "scorecard_cells": card["cells"],
         "bootstrap": card["bootstrap"],
         "scoring_options": card["options"],

@@ -48,6 +48,7 @@ def cell_data(scored: list[ScoredCell]) -> list[CellData]:
             components=s.result.components,
             finish=s.result.finish,
             predictions=s.result.predictions,
+            chance=s.result.chance,
         )
         for s in scored
         if s.result is not None
@@ -82,6 +83,8 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
                 "scored": len(s.result.sample_ids),
                 "primary": _clean(s.result.primary),
                 "metrics": {k: _clean(v) for k, v in sorted(s.result.metrics.items())},
+                "chance": _clean(s.result.chance) if s.result.chance is not None else None,
+                "chance_basis": s.result.chance_basis,
             }
         )
         if s.result.breakdown:

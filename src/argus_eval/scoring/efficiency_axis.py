@@ -1,14 +1,20 @@
-"""E, the efficiency axis, from measured profiles (not resampled: the bootstrap keeps E fixed)."""
+"""E, the efficiency axis: per task from interleaved timing trials (resampled, so E has an interval), or
+from one measured profile per model (the older form, kept for profiles without trials: not resampled)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from scipy.stats import gmean
 
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.trials import TaskTiming, resample_medians
 from argus_eval.scoring.options import EfficiencyBudgets
-from argus_eval.scoring.types import AxisValue
+from argus_eval.scoring.types import AxisSeries, AxisValue, FloatArray
 
 # sub-metric -> (profile attribute, budget attribute, higher is better)
 SUB_METRICS: dict[str, tuple[str, str, bool]] = {
@@ -103,3 +109,106 @@ def efficiency_axis(
         e = float(gmean(list(subs.values())))
         out[m] = AxisValue(e, e, None, detail)
     return dict(sorted(out.items()))
+
+
+def _unit_rows(timing: TaskTiming, resamples: int, seed: int) -> dict[str, FloatArray | None]:
+    """Sub-metric rows of one (model, task): latency and throughput medians over resampled trials;
+    memory and FLOPs are not load-dependent and stay constant."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"{timing.model}/{timing.task}".encode())])
+    n = resamples + 1
+    lat = resample_medians(timing.latencies, resamples, rng)
+    thr = resample_medians(timing.throughputs, resamples, rng)
+    mem, flops = timing.memory_mb, timing.flops_per_sample
+    return {
+        "latency": lat,
+        "throughput": thr,
+        "memory": None if mem is None or mem <= 0 else np.full(n, float(mem)),
+        "flops": None if flops is None or flops <= 0 else np.full(n, float(flops)),
+    }
+
+
+def _ratio_rows(
+    values: Mapping[str, FloatArray], sub: str, mode: str, budgets: EfficiencyBudgets
+) -> dict[str, FloatArray] | None:
+    higher = SUB_METRICS[sub][2]
+    if mode == "budget":
+        budget = getattr(budgets, SUB_METRICS[sub][1])
+        if budget is None:
+            return None
+        return {m: np.minimum(1.0, v / budget if higher else budget / v) for m, v in values.items()}
+    stacked = np.stack(list(values.values()))
+    best = stacked.max(axis=0) if higher else stacked.min(axis=0)
+    return {m: v / best if higher else best / v for m, v in values.items()}
+
+
+@dataclass(frozen=True)
+class EfficiencyRows:
+    """E per model (rows: full trials, then resamples) and E per (model, task), the like-for-like parts."""
+
+    axes: dict[str, AxisSeries]
+    per_task: dict[tuple[str, str], FloatArray]
+
+
+def efficiency_from_timings(
+    timings: Mapping[tuple[str, str], TaskTiming],
+    models: Sequence[str],
+    resamples: int,
+    seed: int,
+    mode: str = "pool",
+    budgets: EfficiencyBudgets | None = None,
+    undefined: Mapping[str, str] | None = None,
+) -> EfficiencyRows:
+    """E like for like: per task, each model's sub-metrics (median latency and throughput over timing
+    trials, memory, FLOPs) are normalised against the best model on that task (pool) or against budgets,
+    E_task is their geometric mean, and E is the mean of E_task over the model's tasks (as P averages
+    tasks). Rows 1.. resample each (model, task)'s trials, so E carries the timing noise as an interval."""
+    if mode not in ("pool", "budget"):
+        raise ValueError(f"unknown efficiency_mode {mode!r}; valid: budget, pool")
+    budgets = budgets or EfficiencyBudgets()
+    why = dict(undefined or {})
+    fps = {t.fingerprint_id for t in timings.values()}
+    if len(fps) > 1:
+        reason = (
+            f"timings come from different hardware fingerprints ({', '.join(sorted(fps))}); they never mix"
+        )
+        return EfficiencyRows({m: AxisSeries.undefined(reason) for m in models}, {})
+    units = {k: _unit_rows(t, resamples, seed) for k, t in sorted(timings.items())}
+    per_task: dict[tuple[str, str], FloatArray] = {}
+    sub_detail: dict[tuple[str, str], dict[str, float]] = {}
+    left_out: dict[str, dict[str, str]] = {}
+    for task in sorted({t for _m, t in units}):
+        here = {m: units[(m, tt)] for (m, tt) in units if tt == task}
+        ratios: dict[str, list[FloatArray]] = {m: [] for m in here}
+        for sub in SUB_METRICS:
+            lacking = sorted(m for m, u in here.items() if u[sub] is None)
+            if lacking:
+                left_out.setdefault(task, {})[sub] = f"not measured for {', '.join(lacking)}"
+                continue
+            r = _ratio_rows({m: u[sub] for m, u in here.items()}, sub, mode, budgets)  # type: ignore[misc]
+            if r is None:
+                left_out.setdefault(task, {})[sub] = "no budget configured"
+                continue
+            for m, rows in r.items():
+                ratios[m].append(rows)
+                sub_detail.setdefault((m, task), {})[sub] = float(rows[0])
+        for m, rs in ratios.items():
+            if rs:
+                per_task[(m, task)] = np.exp(np.mean(np.log(np.stack(rs)), axis=0))
+    axes: dict[str, AxisSeries] = {}
+    for m in models:
+        tasks = sorted(t for mm, t in per_task if mm == m)
+        detail: dict[str, Any] = {
+            "mode": mode,
+            "per_task": {t: float(per_task[(m, t)][0]) for t in tasks},
+            "sub_scores": {t: sub_detail.get((m, t), {}) for t in tasks},
+            "trials": {t: len(timings[(m, t)].trials) for t in tasks},
+            "left_out": {t: v for t, v in left_out.items() if t in tasks},
+            "fingerprint": next(iter(fps), ""),
+        }
+        if not tasks:
+            detail.pop("fingerprint")
+            axes[m] = AxisSeries.undefined(why.get(m, "no timing trials for any task"), detail)
+            continue
+        e = np.mean(np.stack([per_task[(m, t)] for t in tasks]), axis=0)
+        axes[m] = AxisSeries(e, e, None, detail)
+    return EfficiencyRows(axes, per_task)

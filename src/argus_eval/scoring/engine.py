@@ -76,17 +76,35 @@ def _severity_curves(retention: list[RetentionRows]) -> dict[str, dict[int, Floa
         }
 
 
+def at_or_below_chance(
+    scores: Mapping[CellKey, FloatArray], chance: Mapping[CellKey, float | None]
+) -> dict[CellKey, float]:
+    """Clean cells whose full-sample score is at or below their chance level: cell -> chance level."""
+    out = {}
+    for k, rows in scores.items():
+        level = chance.get(k)
+        if k.is_clean and level is not None and rows[0] <= level + 1e-12:
+            out[k] = level
+    return out
+
+
 def model_rows(
     model: str,
     scores: Mapping[CellKey, FloatArray],
     flips: Mapping[CellKey, FloatArray],
-    efficiency: AxisValue,
+    efficiency: AxisValue | AxisSeries,
     options: ScoringOptions,
     expected: Mapping[str, list[str]],
+    below_chance: Mapping[CellKey, float] | None = None,
 ) -> ModelRows:
-    """All axes of one model; rows of every array are (full sample, resample 1, ...)."""
+    """All axes of one model; rows of every array are (full sample, resample 1, ...).
+
+    A clean cell at or below its chance level counts in P (as the failure it is) but not in CDC:
+    relative deviations around a near-zero mean measure noise, not consistency."""
     mine = sorted(k for k in scores if k.model == model)
     clean = {k.group: scores[k] for k in mine if k.is_clean}
+    floor = below_chance or {}
+    consistent = {k.group: scores[k] for k in mine if k.is_clean and k not in floor}
     nrows = len(next(iter(scores.values())))
     retention: list[RetentionRows] = []
     ratios: dict[str, FloatArray] = {}
@@ -102,11 +120,18 @@ def model_rows(
         ratio = retention_ratios(c, scores[k])
         ratios[label] = ratio
         retention.append(RetentionRows(k, c, scores[k], ratio, flips.get(k)))
+    cdc = cdc_axis(consistent, options.cdc_variant)
+    cdc.detail["below_chance"] = {
+        f"{k.task}/{k.dataset}": f"score at or below chance ({lvl:.3f})"
+        for k, lvl in sorted(floor.items())
+        if k.model == model
+    }
+    e = efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows)
     axes = {
         "P": capability_axis(clean, expected),
-        "CDC": cdc_axis(clean, options.cdc_variant),
+        "CDC": cdc,
         "RR": retention_axis(ratios, unpaired),
-        "E": constant_series(efficiency, nrows),
+        "E": e,
     }
     axes["ARGUS"] = argus_axis(axes, options.weights.as_dict())
     axes["R"] = reliability_axis(axes["CDC"], axes["RR"])

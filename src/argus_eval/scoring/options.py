@@ -50,6 +50,13 @@ class ScoringOptions(BaseModel):
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off")
     seed: int = 0
     confidence: float = Field(default=0.95, gt=0, lt=1)
+    claim_confidence: float = Field(
+        default=0.95,
+        gt=0.5,
+        lt=1,
+        description="'A above B' is stated only when the paired bootstrap gives at least this share of "
+        "resamples in which A beats B head to head; otherwise the two are tied.",
+    )
     reliance: Literal["reported"] = Field(
         default="reported",
         description="How image reliance (clean minus swapped/blank-image score) enters the scorecard: "

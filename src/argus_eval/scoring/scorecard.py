@@ -11,13 +11,15 @@ from typing import Any
 import numpy as np
 
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.trials import TaskTiming
 from argus_eval.scoring.axes import efficiency_axis
-from argus_eval.scoring.engine import AXES, ModelRows, expected_datasets, model_rows
+from argus_eval.scoring.efficiency_axis import efficiency_from_timings
+from argus_eval.scoring.engine import AXES, ModelRows, at_or_below_chance, expected_datasets, model_rows
+from argus_eval.scoring.headtohead import HeadToHead, head_to_head, pair_inputs
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
-from argus_eval.scoring.ranking import RankingComparison, compare_rankings
-from argus_eval.scoring.statistics import pairwise_shares, percentile_interval
-from argus_eval.scoring.types import AxisValue, CellData, CellKey, FloatArray, parse_condition
+from argus_eval.scoring.statistics import percentile_interval
+from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray, parse_condition
 
 SCHEMA = "argus-scorecard/1"
 
@@ -28,7 +30,8 @@ BOOTSTRAP_NOTES = (
     "model and condition of that (task, dataset)",
     "every cell score, axis, ARGUS and R is recomputed from each resample; corpus-level statistics "
     "inside a cell's finish (e.g. CIDEr document frequencies) are those its task provides",
-    "efficiency figures (E) are measurements, not samples: they are not resampled",
+    "efficiency (E) from timing trials: each (model, task)'s trials are resampled with replacement in every "
+    "row (median latency and throughput), so E and ARGUS carry the timing noise; memory and FLOPs are fixed",
     "percentile intervals skip resamples in which a term is degenerate (e.g. a clean score of 0)",
 )
 
@@ -42,6 +45,7 @@ class CellScore:
     n_samples: int
     n_dropped: int
     interval: Interval = None
+    chance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ class Scorecard:
     options: ScoringOptions
     models: dict[str, ModelCard]
     cells: list[CellScore]
-    ranking: RankingComparison
+    comparison: HeadToHead
     bootstrap: BootstrapInfo | None
 
     def to_json(self) -> dict[str, Any]:
@@ -98,10 +102,17 @@ class Scorecard:
                 "models": {name: _model_json(card) for name, card in self.models.items()},
                 "rankings": _rankings_json(self),
                 "gap": {
-                    "sentence": self.ranking.sentence,
-                    "kendall_tau": self.ranking.kendall_tau,
-                    "rank_shift": self.ranking.shift,
+                    "sentence": self.comparison.sentence,
+                    "kendall_tau": self.comparison.kendall_tau,
+                    "kendall_tau_interval": self.comparison.kendall_tau_interval,
+                    "rank_shift": _shift(self.comparison),
                 },
+                "comparison": _comparison_json(self.comparison),
+                "below_chance": [
+                    {**_key_json(c.key), "score": c.score, "chance": c.chance}
+                    for c in self.cells
+                    if c.key.is_clean and c.chance is not None and c.score <= c.chance + 1e-12
+                ],
                 "cells": [_cell_json(c) for c in self.cells],
                 "bootstrap": None
                 if self.bootstrap is None
@@ -129,7 +140,26 @@ def _key_json(key: CellKey) -> dict[str, Any]:
 def _cell_json(c: CellScore) -> dict[str, Any]:
     out = _key_json(c.key)
     out.update(score=c.score, n_samples=c.n_samples, n_dropped=c.n_dropped, interval=c.interval)
+    out["chance"] = c.chance
     return out
+
+
+def _shift(h: HeadToHead) -> dict[str, int | None]:
+    cap, ovr = h.ranks["capability"], h.ranks["overall"]
+    return {m: (c - o) if (c := cap[m]) is not None and (o := ovr[m]) is not None else None for m in cap}
+
+
+def _comparison_json(h: HeadToHead) -> dict[str, Any]:
+    return {
+        "method": "head-to-head win rate over shared cells (see docs/comparisons.md)",
+        "claim_confidence": h.confidence,
+        "claims": h.claims,
+        "ties": h.ties,
+        "not_comparable": h.not_comparable,
+        "head_to_head": h.head_to_head,
+        "win_rate": h.win_rate,
+        "shared_parts": h.shared,
+    }
 
 
 def _model_json(card: ModelCard) -> dict[str, Any]:
@@ -158,15 +188,22 @@ def _model_json(card: ModelCard) -> dict[str, Any]:
     return out
 
 
-def _ranking_list(ranks: Mapping[str, int | None], card_axis: str, sc: Scorecard) -> list[dict[str, Any]]:
-    order = sorted(ranks, key=lambda m: (ranks[m] is None, ranks[m] or 0, m))
-    return [{"model": m, "rank": ranks[m], "value": sc.models[m].axes[card_axis].value} for m in order]
+def _ranking_list(sc: Scorecard, which: str, card_axis: str) -> list[dict[str, Any]]:
+    ranks = sc.comparison.ranks[which]
+    wins = sc.comparison.win_rate[which]
+    order = sorted(ranks, key=lambda m: (ranks[m] is None, ranks[m] or 0, -(wins[m] or 0.0), m))
+    return [
+        {"model": m, "rank": ranks[m], "win_rate": wins[m], "value": sc.models[m].axes[card_axis].value}
+        for m in order
+    ]
 
 
 def _rankings_json(sc: Scorecard) -> dict[str, Any]:
     return {
-        "capability": _ranking_list(sc.ranking.capability, "P", sc),
-        "overall": _ranking_list(sc.ranking.overall, "ARGUS", sc),
+        "basis": "rank = 1 + number of models supported above it (P(beats) >= claim_confidence), "
+        "head to head on shared cells; ties share a rank",
+        "capability": _ranking_list(sc, "capability", "P"),
+        "overall": _ranking_list(sc, "overall", "ARGUS"),
         "pairwise": None if sc.bootstrap is None else sc.bootstrap.pairwise,
     }
 
@@ -196,10 +233,44 @@ def _point(rows: FloatArray | None) -> float | None:
 class _Rows:
     scores: dict[CellKey, FloatArray]
     models: dict[str, ModelRows]
+    e_tasks: dict[tuple[str, str], FloatArray]
+
+
+@dataclass(frozen=True)
+class _Efficiency:
+    """Where E comes from: per-model profiles (constant) or per-task timing trials (resampled)."""
+
+    profiles: Mapping[str, EfficiencyProfile | None]
+    timings: Mapping[tuple[str, str], TaskTiming] | None
+    undefined: Mapping[str, str]
+
+    def rows(
+        self, models: list[str], options: ScoringOptions, resamples: int
+    ) -> tuple[dict[str, AxisValue | AxisSeries], dict[tuple[str, str], FloatArray]]:
+        if self.timings is None:
+            values = efficiency_axis(
+                {m: self.profiles.get(m) for m in models}, options.efficiency_mode, options.budgets
+            )
+            return dict(values), {}
+        er = efficiency_from_timings(
+            self.timings,
+            models,
+            resamples,
+            options.seed,
+            options.efficiency_mode,
+            options.budgets,
+            self.undefined,
+        )
+        return dict(er.axes), er.per_task
 
 
 def _rows(
-    groups: list[Group], e_values: Mapping[str, AxisValue], options: ScoringOptions, resamples: int
+    groups: list[Group],
+    eff: _Efficiency,
+    models: list[str],
+    options: ScoringOptions,
+    resamples: int,
+    chance: Mapping[CellKey, float | None],
 ) -> _Rows:
     """Cell score rows and every model's axis rows for the full sample plus `resamples` resamples."""
     scores: dict[CellKey, FloatArray] = {}
@@ -210,26 +281,45 @@ def _rows(
         scores.update(cell_rows)
         flips.update(flip_rows)
     expected = expected_datasets(list(scores))
-    models = {m: model_rows(m, scores, flips, e_values[m], options, expected) for m in e_values}
-    return _Rows(scores, models)
+    floor = at_or_below_chance(scores, chance)
+    e_values, e_tasks = eff.rows(models, options, resamples)
+    rows = {m: model_rows(m, scores, flips, e_values[m], options, expected, floor) for m in models}
+    return _Rows(scores, rows, e_tasks)
+
+
+def _comparison(
+    rows: _Rows, models: list[str], chance: Mapping[CellKey, float | None], options: ScoringOptions
+) -> HeadToHead:
+    inputs = pair_inputs(
+        rows.scores,
+        at_or_below_chance({k: v[:1] for k, v in rows.scores.items()}, chance),
+        {m: [(r.key, r.ratio) for r in rows.models[m].retention] for m in models},
+        rows.e_tasks,
+    )
+    return head_to_head(
+        models,
+        inputs,
+        options.weights.as_dict(),
+        options.cdc_variant,
+        options.claim_confidence,
+        options.confidence,
+    )
 
 
 def _build(
     cells: Sequence[CellData],
-    efficiency: Mapping[str, EfficiencyProfile | None],
+    eff: _Efficiency,
     options: ScoringOptions,
     resamples: int,
 ) -> Scorecard:
     groups = align(cells)
     sizes = {a.cell.key: (len(g.ids), a.dropped) for g in groups for a in g.cells}
+    chance = {c.key: c.chance for c in cells}
     models = sorted({k.model for k in sizes})
-    e_values = efficiency_axis(
-        {m: efficiency.get(m) for m in models}, options.efficiency_mode, options.budgets
-    )
     # The point values come from a run without resamples so they do not depend on the resample count
     # (not even in the last bit); the resample run repeats row 0 and adds the resamples.
-    point = _rows(groups, e_values, options, 0)
-    boot = _rows(groups, e_values, options, resamples) if resamples else None
+    point = _rows(groups, eff, models, options, 0, chance)
+    boot = _rows(groups, eff, models, options, resamples, chance) if resamples else None
 
     def interval(r: FloatArray | None) -> Interval:
         return percentile_interval(r, options.confidence)
@@ -252,7 +342,7 @@ def _build(
         curves = {name: {s: _point(v) for s, v in c.items()} for name, c in mr.curves.items()}
         card_intervals = {} if br is None else {a: interval(br.axes[a].values) for a in AXES}
         axes = {a: mr.axes[a].point() for a in AXES}
-        cards[m] = ModelCard(m, axes, card_intervals, retention, curves, efficiency.get(m))
+        cards[m] = ModelCard(m, axes, card_intervals, retention, curves, eff.profiles.get(m))
     cell_list = [
         CellScore(
             k,
@@ -260,37 +350,39 @@ def _build(
             sizes[k][0],
             sizes[k][1],
             None if boot is None else interval(boot.scores[k]),
+            chance.get(k),
         )
         for k, v in sorted(point.scores.items())
     ]
-    ranking = compare_rankings(
-        {m: cards[m].axes["P"].value for m in models}, {m: cards[m].axes["ARGUS"].value for m in models}
-    )
+    comparison = _comparison(boot if boot is not None else point, models, chance, options)
     info = None
     if boot is not None:
-        pairwise = {
-            axis: pairwise_shares({m: boot.models[m].axes[axis].values for m in models})
-            for axis in ("ARGUS", "P")
-        }
-        info = BootstrapInfo(resamples, options.seed, options.confidence, pairwise)
-    return Scorecard(options, cards, cell_list, ranking, info)
+        info = BootstrapInfo(resamples, options.seed, options.confidence, comparison.pairwise)
+    return Scorecard(options, cards, cell_list, comparison, info)
 
 
 def compute_scorecard(
     cells: Sequence[CellData],
     efficiency: Mapping[str, EfficiencyProfile | None],
     options: ScoringOptions,
+    timings: Mapping[tuple[str, str], TaskTiming] | None = None,
+    timing_undefined: Mapping[str, str] | None = None,
 ) -> Scorecard:
-    """Point values of every cell metric and axis, rankings and the gap (no intervals)."""
-    return _build(cells, efficiency, options, resamples=0)
+    """Point values of every cell metric and axis, rankings and the gap (no intervals, no claims)."""
+    eff = _Efficiency(efficiency, timings, timing_undefined or {})
+    return _build(cells, eff, options, resamples=0)
 
 
 def bootstrap_scorecard(
     cells: Sequence[CellData],
     efficiency: Mapping[str, EfficiencyProfile | None],
     options: ScoringOptions,
+    timings: Mapping[tuple[str, str], TaskTiming] | None = None,
+    timing_undefined: Mapping[str, str] | None = None,
 ) -> Scorecard:
     """compute_scorecard plus options.resamples paired resamples: percentile intervals for every cell
-    score, retention, flip rate, axis and ARGUS, and pairwise shares of resamples in which A ranks above
-    B on ARGUS and on P. Point values are identical to compute_scorecard's. E is not resampled."""
-    return _build(cells, efficiency, options, resamples=options.resamples)
+    score, retention, flip rate, axis and ARGUS, and the head-to-head verdicts P(A beats B) on capability
+    and overall. Point values are identical to compute_scorecard's. With timings, E is computed per
+    task from the timing trials and resampled with them; with per-model profiles only, E is constant."""
+    eff = _Efficiency(efficiency, timings, timing_undefined or {})
+    return _build(cells, eff, options, resamples=options.resamples)

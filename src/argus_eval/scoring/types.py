@@ -47,6 +47,8 @@ class CellData:
     components: FloatArray
     finish: Callable[[FloatArray], FloatArray]
     predictions: list[str] | None = None
+    # The cell's chance level (a uniform guess among the candidates it scores); None when undefined.
+    chance: float | None = None
 
 
 def parse_condition(condition: str) -> tuple[str, int | None]:

@@ -67,6 +67,12 @@ class CellResult:
     finish: Finish
     metrics: dict[str, float]
     breakdown: dict[str, Any] = field(default_factory=dict)
+    # Further official scores over the same components (e.g. VCR's QA->R and Q->AR), each its own finish,
+    # so that the paired bootstrap gives them intervals from the same resamples as the primary score.
+    extras: dict[str, Finish] = field(default_factory=dict)
+    # The primary score a uniform guess among the candidates gets (None: not defined for the protocol).
+    chance: float | None = None
+    chance_basis: str = "not defined for free-form output"
 
     @property
     def primary(self) -> float:

@@ -1,0 +1,215 @@
+"""Timing trials: one model on one task, measured several times so that timing carries its noise.
+
+A trial is one latency figure (p50 of `repeats` batch-1 calls) and one throughput figure (samples per
+second of a batch). Trials of all models are interleaved by the runner (A B C A B C ...) so that load
+drift on a shared machine hits every model alike; the bootstrap resamples trials, so E gets an interval.
+Memory and FLOPs do not depend on load and are measured once per (model, task).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from argus_eval.errors import ResultsError
+
+_BYTES_PER_PARAM = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One timing trial: per-sample latency at batch 1 (p50 of the trial's repeats) and throughput."""
+
+    latency_ms: float
+    throughput_per_s: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"latency_ms": float(self.latency_ms), "throughput_per_s": float(self.throughput_per_s)}
+
+
+@dataclass(frozen=True)
+class TaskTiming:
+    """Every timing figure of one model on one task, on one hardware fingerprint.
+
+    memory_mb: on CUDA max_memory_allocated during a batch; on CPU the model's weights plus the peak
+    resident growth during a batch (so models loaded side by side do not inflate each other's figure).
+    memory_basis names which of the two it is."""
+
+    model: str
+    task: str
+    protocol: str
+    trials: tuple[Trial, ...]
+    memory_mb: float | None
+    memory_basis: str
+    flops_per_sample: int | None
+    params: int | None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    failed_trials: int = 0
+
+    @property
+    def latencies(self) -> np.ndarray:
+        return np.array([t.latency_ms for t in self.trials], dtype=np.float64)
+
+    @property
+    def throughputs(self) -> np.ndarray:
+        return np.array([t.throughput_per_s for t in self.trials], dtype=np.float64)
+
+    @property
+    def fingerprint_id(self) -> str:
+        return str(self.fingerprint.get("id", ""))
+
+    def spread(self) -> float | None:
+        """Relative spread of the trial latencies: (max - min) / median; None with fewer than 2 trials."""
+        lat = self.latencies
+        if lat.size < 2 or float(np.median(lat)) <= 0:
+            return None
+        return float((lat.max() - lat.min()) / np.median(lat))
+
+    def to_json(self) -> dict[str, Any]:
+        lat = self.latencies
+        thr = self.throughputs
+        return {
+            "model": self.model,
+            "task": self.task,
+            "protocol": self.protocol,
+            "trials": [t.to_json() for t in self.trials],
+            "failed_trials": self.failed_trials,
+            "latency_ms_median": float(np.median(lat)) if lat.size else None,
+            "throughput_per_s_median": float(np.median(thr)) if thr.size else None,
+            "latency_spread": self.spread(),
+            "memory_mb": self.memory_mb,
+            "memory_basis": self.memory_basis,
+            "flops_per_sample": self.flops_per_sample,
+            "params": self.params,
+            "fingerprint": dict(sorted(self.fingerprint.items())),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskTiming:
+        """Inverse of to_json (derived medians are recomputed); ResultsError names a missing field."""
+        need = ("model", "task", "protocol", "trials", "memory_mb", "memory_basis", "flops_per_sample")
+        missing = [k for k in need if k not in data]
+        if missing:
+            raise ResultsError(f"task timing is missing field(s) {', '.join(missing)}")
+        return cls(
+            model=str(data["model"]),
+            task=str(data["task"]),
+            protocol=str(data["protocol"]),
+            trials=tuple(Trial(float(t["latency_ms"]), float(t["throughput_per_s"])) for t in data["trials"]),
+            memory_mb=None if data["memory_mb"] is None else float(data["memory_mb"]),
+            memory_basis=str(data["memory_basis"]),
+            flops_per_sample=None if data["flops_per_sample"] is None else int(data["flops_per_sample"]),
+            params=None if data.get("params") is None else int(data["params"]),
+            fingerprint=dict(data.get("fingerprint") or {}),
+            failed_trials=int(data.get("failed_trials", 0)),
+        )
+
+
+def _sync(device: str) -> Callable[[], None]:
+    """A barrier for timing: CUDA work is asynchronous, so time only after it finished."""
+    if device.startswith("cuda"):
+        import torch
+
+        return lambda: torch.cuda.synchronize(torch.device(device))
+    return lambda: None
+
+
+def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - start
+
+
+def measure_trial(
+    run_batch: Callable[[int], Any], batch_size: int, device: str, repeats: int, warmup: int = 1
+) -> Trial:
+    """One trial: `warmup` untimed calls, then p50 of `repeats` batch-1 calls (ms per sample) and the
+    throughput of the median of two batch calls."""
+    if batch_size < 1 or repeats < 1 or warmup < 0:
+        raise ValueError("batch_size and repeats must be >= 1 and warmup >= 0")
+    sync = _sync(device)
+    for _ in range(warmup):
+        run_batch(1)
+    single = np.array([_timed(lambda: run_batch(1), sync) for _ in range(repeats)]) * 1000.0
+    batched = np.array([_timed(lambda: run_batch(batch_size), sync) for _ in range(2)])
+    return Trial(float(np.percentile(single, 50)), float(batch_size / np.median(batched)))
+
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _status_kb(field_name: str) -> float | None:
+    try:
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return float(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    # Linux resets VmHWM (the peak RSS) when "5" is written to clear_refs; elsewhere no reset exists.
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def measure_memory_mb(
+    run_batch: Callable[[], Any], device: str, params: int | None, dtype: str
+) -> tuple[float | None, str]:
+    """Peak memory of one batch and what it means.
+
+    CUDA: max_memory_allocated after a reset (this model's tensors). CPU on Linux: the weights
+    (params x bytes per parameter) plus the growth of the peak resident set during the batch, with the
+    peak reset first, so the figure does not depend on which other models are loaded. Elsewhere: the
+    weights alone (None without a parameter count)."""
+    if device.startswith("cuda"):
+        import torch
+
+        dev = torch.device(device)
+        torch.cuda.reset_peak_memory_stats(dev)
+        run_batch()
+        torch.cuda.synchronize(dev)
+        return float(torch.cuda.max_memory_allocated(dev)) / (1024.0 * 1024.0), "cuda max_memory_allocated"
+    weights = None if params is None else params * _BYTES_PER_PARAM.get(dtype, 4) / (1024.0 * 1024.0)
+    before = _status_kb("VmRSS")
+    if before is not None and _reset_peak_rss():
+        run_batch()
+        peak = _status_kb("VmHWM")
+        if peak is not None:
+            activations = max(0.0, (peak - before) / 1024.0)
+            return (weights or 0.0) + activations, "weights + peak resident growth during a batch"
+    if weights is None:
+        return None, "not measurable here (no peak-memory reset and no parameter count)"
+    return weights, "weights only (no peak-memory reset on this system)"
+
+
+def resample_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """(1 + resamples,) medians: row 0 over all trials, then over trials drawn with replacement."""
+    n = values.size
+    out = np.empty(resamples + 1)
+    out[0] = np.median(values)
+    if resamples:
+        draws = rng.integers(0, n, size=(resamples, n))
+        out[1:] = np.median(values[draws], axis=1)
+    return out
+
+
+def summary_spread(timings: Sequence[TaskTiming]) -> float | None:
+    """The run's timing noise: the median over (model, task) of the relative latency spread."""
+    spreads = [s for t in timings if (s := t.spread()) is not None]
+    return float(np.median(spreads)) if spreads else None

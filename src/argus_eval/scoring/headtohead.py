@@ -1,0 +1,381 @@
+"""Head-to-head comparison of every pair of models, like with like, with the paired bootstrap's verdict.
+
+Two models are compared only on what both have: the clean (task, dataset) cells both ran (capability),
+per task the datasets both ran (consistency), the perturbed cells both ran (retention) and the tasks
+both were timed on (efficiency). On each shared part a model wins (1), ties (0.5) or loses (0); the
+head-to-head score h(A, B) on an axis is the mean over shared tasks of the mean over that task's shared
+parts (HELM's win rate, restricted to one pair). Wins do not care about a task's scale, and a task only
+one of the two ran cannot enter their comparison, so doing an extra task never lowers a model's standing
+against one that skips it. Capability is h on P's cells; overall is the ARGUS-weighted mean of h over
+the axes the pair shares. Every bootstrap row gives an h, so P(A beats B) is the share of resamples with
+h(A, B) > 1/2 (ties count half), and "A above B" is claimed only when it reaches the configured level.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import kendalltau
+
+from argus_eval.scoring.axes import CDC_VARIANTS
+from argus_eval.scoring.types import CellKey, FloatArray
+
+AXIS_NAMES = {"capability": "P", "overall": "ARGUS"}
+
+
+@dataclass(frozen=True)
+class PairInputs:
+    """Per-model parts the head-to-head reads: name -> rows (row 0 full sample, then resamples)."""
+
+    clean: dict[str, dict[tuple[str, str], FloatArray]]  # model -> (task, dataset) -> score rows
+    floor: dict[str, set[tuple[str, str]]]  # model -> clean cells at or below chance
+    retention: dict[str, dict[tuple[str, str, str], FloatArray]]  # model -> (task, dataset, cond) -> ratio
+    efficiency: dict[str, dict[str, FloatArray]]  # model -> task -> E_task rows
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One ordered pair's head-to-head: h rows per axis and what they were computed on."""
+
+    a: str
+    b: str
+    h: dict[str, FloatArray]  # axis ("P", "CDC", "RR", "E", "capability", "overall") -> rows
+    shared: dict[str, int]  # axis -> number of shared parts
+    reason: str | None = None  # why the pair is not comparable
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the run supports about one pair on one axis."""
+
+    p_beats: float | None  # P(A beats B): share of resamples with h > 1/2, ties half
+    h: float | None  # full-sample head-to-head score
+
+
+@dataclass
+class HeadToHead:
+    """Everything the scorecard needs: pairwise verdicts, supported ranks, claims, ties, the sentence."""
+
+    confidence: float
+    pairwise: dict[str, dict[str, dict[str, float | None]]]  # "P"/"ARGUS" -> A -> B -> P(A beats B)
+    head_to_head: dict[str, dict[str, dict[str, float | None]]]  # "P"/"ARGUS" -> A -> B -> h(A, B)
+    win_rate: dict[str, dict[str, float | None]]  # axis -> model -> mean h over comparable opponents
+    ranks: dict[str, dict[str, int | None]]  # axis -> model -> supported rank
+    claims: list[dict[str, Any]]
+    ties: list[dict[str, Any]]
+    not_comparable: list[dict[str, Any]]
+    shared: dict[str, dict[str, dict[str, int]]]  # A -> B -> axis -> shared parts
+    kendall_tau: float | None
+    kendall_tau_interval: tuple[float, float] | None
+    sentence: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _wins(a: FloatArray, b: FloatArray) -> FloatArray:
+    w = np.where(a > b, 1.0, np.where(a < b, 0.0, 0.5))
+    return np.where(np.isnan(a) | np.isnan(b), np.nan, w)
+
+
+def _task_mean(parts: Mapping[tuple[str, ...], FloatArray]) -> FloatArray | None:
+    """Mean over tasks (key[0]) of the mean over each task's parts; NaN parts are skipped per row."""
+    if not parts:
+        return None
+    by_task: dict[str, list[FloatArray]] = {}
+    for key, rows in sorted(parts.items()):
+        by_task.setdefault(key[0], []).append(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN row stays NaN
+        per_task = [np.nanmean(np.stack(v), axis=0) for v in by_task.values()]
+        out: FloatArray = np.nanmean(np.stack(per_task), axis=0)
+    return out
+
+
+def _cdc_parts(inp: PairInputs, a: str, b: str, variant: str) -> dict[tuple[str, ...], FloatArray]:
+    """Per task, CDC of both models over the datasets both ran above chance, compared."""
+    formula = CDC_VARIANTS[variant][1]
+    skip = inp.floor.get(a, set()) | inp.floor.get(b, set())
+    shared = sorted((set(inp.clean[a]) & set(inp.clean[b])) - skip)
+    out: dict[tuple[str, ...], FloatArray] = {}
+    for task in sorted({t for t, _ in shared}):
+        ds = [d for t, d in shared if t == task]
+        if len(ds) < 2:
+            continue
+        va = np.clip(formula(np.stack([inp.clean[a][(task, d)] for d in ds], axis=1)), 0.0, 1.0)
+        vb = np.clip(formula(np.stack([inp.clean[b][(task, d)] for d in ds], axis=1)), 0.0, 1.0)
+        if np.isnan(va[0]) or np.isnan(vb[0]):
+            continue
+        out[(task,)] = _wins(va, vb)
+    return out
+
+
+def compare_pair(inp: PairInputs, a: str, b: str, weights: Mapping[str, float], variant: str) -> Pair:
+    """h(A, B) on every axis over the parts both models have."""
+    shared_clean = sorted(set(inp.clean.get(a, {})) & set(inp.clean.get(b, {})))
+    if not shared_clean:
+        mine = ", ".join(f"{t}/{d}" for t, d in sorted(inp.clean.get(a, {}))) or "no clean cell"
+        theirs = ", ".join(f"{t}/{d}" for t, d in sorted(inp.clean.get(b, {}))) or "no clean cell"
+        why = f"no shared task and dataset ({a}: {mine}; {b}: {theirs})"
+        return Pair(a, b, {}, {}, why)
+    parts: dict[str, dict[tuple[str, ...], FloatArray]] = {
+        "P": {k: _wins(inp.clean[a][k], inp.clean[b][k]) for k in shared_clean},
+        "CDC": _cdc_parts(inp, a, b, variant),
+        "RR": {
+            k: _wins(ra, inp.retention[b][k])
+            for k, ra in sorted(inp.retention.get(a, {}).items())
+            if k in inp.retention.get(b, {}) and not np.isnan(ra[0]) and not np.isnan(inp.retention[b][k][0])
+        },
+        "E": {
+            (t,): _wins(ea, inp.efficiency[b][t])
+            for t, ea in sorted(inp.efficiency.get(a, {}).items())
+            if t in inp.efficiency.get(b, {})
+        },
+    }
+    h: dict[str, FloatArray] = {}
+    for axis, p in parts.items():
+        rows = _task_mean(p)
+        if rows is not None:
+            h[axis] = rows
+    used = {ax: w for ax, w in weights.items() if w > 0 and ax in h}
+    total = sum(used.values())
+    h["capability"] = h["P"]
+    overall = np.zeros_like(h["P"])
+    for ax, w in used.items():
+        overall = overall + (w / total) * h[ax]
+    h["overall"] = overall if total > 0 else h["P"]
+    return Pair(a, b, h, {ax: len(p) for ax, p in parts.items()})
+
+
+def p_beats(rows: FloatArray | None) -> float | None:
+    """Share of bootstrap resamples (rows 1..) in which h > 1/2, ties counted half; None without any."""
+    if rows is None or rows.size < 2:
+        return None
+    r = rows[1:][~np.isnan(rows[1:])]
+    if r.size == 0:
+        return None
+    return float(np.mean(np.where(r > 0.5, 1.0, np.where(r < 0.5, 0.0, 0.5))))
+
+
+def _percentile(rows: FloatArray, confidence: float) -> tuple[float, float] | None:
+    r = rows[1:][~np.isnan(rows[1:])]
+    if r.size == 0:
+        return None
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.percentile(r, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return float(lo), float(hi)
+
+
+def _tau_rows(cap: Mapping[str, FloatArray], ovr: Mapping[str, FloatArray]) -> FloatArray | None:
+    names = sorted(set(cap) & set(ovr))
+    if len(names) < 2:
+        return None
+    c = np.stack([cap[m] for m in names], axis=1)
+    o = np.stack([ovr[m] for m in names], axis=1)
+    out = np.full(c.shape[0], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant rows give NaN, which is what they are
+        for i in range(c.shape[0]):
+            if not (np.isnan(c[i]).any() or np.isnan(o[i]).any()):
+                out[i] = kendalltau(c[i], o[i]).statistic
+    return out
+
+
+def _join(names: Sequence[str]) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _sentence(
+    models: Sequence[str],
+    verdicts: Mapping[str, Mapping[tuple[str, str], Verdict]],
+    confidence: float,
+    has_bootstrap: bool,
+    not_comparable: Sequence[dict[str, Any]],
+) -> str:
+    """The gap sentence, from supported claims only (no figure that moves between reruns goes in)."""
+    level = f"{confidence:.0%}"
+    tail = ""
+    if not_comparable:
+        pairs = "; ".join(_join(nc["models"]) for nc in not_comparable)
+        tail = f" Not comparable (no shared cell): {pairs}."
+    if len(models) < 2:
+        return (
+            f"Only {_join(models) if models else 'no model'} was scored, so there is nothing to compare."
+            + tail
+        )
+    if not has_bootstrap:
+        return "No bootstrap was run, so no model is claimed above another (set scoring.resamples)." + tail
+
+    def above(axis: str, x: str, y: str) -> bool:
+        v = verdicts[axis].get((x, y))
+        return v is not None and v.p_beats is not None and v.p_beats >= confidence
+
+    reversals = [
+        (x, y)
+        for x in models
+        for y in models
+        if x != y and above("capability", x, y) and above("overall", y, x)
+    ]
+    leaders = [
+        m
+        for m in models
+        if all(above("overall", m, o) for o in models if o != m and (m, o) in verdicts["overall"])
+        and any((m, o) in verdicts["overall"] for o in models if o != m)
+    ]
+    if leaders:
+        lead = f"{leaders[0]} leads overall, above every model it shares cells with (at {level} or more)"
+    else:
+        top = [m for m in models if not any(above("overall", o, m) for o in models if o != m)]
+        verb = "is" if len(top) == 1 else "are"
+        lead = f"no model is above every other overall; {_join(top)} {verb} not beaten"
+    if reversals:
+        x, y = reversals[0]
+        more = f" ({len(reversals) - 1} more pair(s) reverse)" if len(reversals) > 1 else ""
+        head = f"{x} ranks above {y} on capability but below it overall{more}"
+    else:
+        head = "Where the run separates two models, capability and overall agree"
+    ties = sorted(
+        {
+            tuple(sorted((x, y)))
+            for x in models
+            for y in models
+            if x < y
+            and (x, y) in verdicts["overall"]
+            and not above("overall", x, y)
+            and not above("overall", y, x)
+        }
+    )
+    tie_text = ""
+    if ties:
+        tie_text = (
+            f" {len(ties)} pair(s) are tied overall within the run's uncertainty (e.g. {_join(ties[0])}); "
+            "more samples or timing trials would separate them."
+        )
+    return f"{head}; {lead}.{tie_text}{tail}"
+
+
+def head_to_head(
+    models: Sequence[str],
+    inp: PairInputs,
+    weights: Mapping[str, float],
+    variant: str,
+    confidence: float,
+    interval_confidence: float,
+) -> HeadToHead:
+    """Compare every ordered pair of models; rank by supported wins; build claims, ties and the sentence."""
+    names = sorted(models)
+    pairs = {(a, b): compare_pair(inp, a, b, weights, variant) for a in names for b in names if a != b}
+    verdicts: dict[str, dict[tuple[str, str], Verdict]] = {ax: {} for ax in AXIS_NAMES}
+    for key, pr in pairs.items():
+        if pr.reason is None:
+            for ax in AXIS_NAMES:
+                verdicts[ax][key] = Verdict(p_beats(pr.h[ax]), float(pr.h[ax][0]))
+    has_boot = any(v.p_beats is not None for v in verdicts["overall"].values())
+    win_rows: dict[str, dict[str, FloatArray]] = {ax: {} for ax in AXIS_NAMES}
+    for ax in AXIS_NAMES:
+        for m in names:
+            rows = [pairs[(m, o)].h[ax] for o in names if o != m and pairs[(m, o)].reason is None]
+            if rows:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    win_rows[ax][m] = np.nanmean(np.stack(rows), axis=0)
+
+    def supported(ax: str, x: str, y: str) -> bool:
+        v = verdicts[ax].get((x, y))
+        return v is not None and v.p_beats is not None and v.p_beats >= confidence
+
+    ranks = {
+        ax: {
+            m: (1 + sum(supported(ax, o, m) for o in names if o != m)) if m in win_rows[ax] else None
+            for m in names
+        }
+        for ax in AXIS_NAMES
+    }
+    claims = [
+        {"axis": ax, "above": x, "below": y, "p": verdicts[ax][(x, y)].p_beats}
+        for ax in AXIS_NAMES
+        for x in names
+        for y in names
+        if x != y and supported(ax, x, y)
+    ]
+    ties = []
+    for ax in AXIS_NAMES:
+        for x in names:
+            for y in names:
+                if x < y and (x, y) in verdicts[ax] and not supported(ax, x, y) and not supported(ax, y, x):
+                    e_rows = pairs[(x, y)].h.get("E")
+                    e_open = (
+                        ax == "overall"
+                        and e_rows is not None
+                        and 1 - confidence < (p_beats(e_rows) or 0.5) < confidence
+                    )
+                    ties.append(
+                        {
+                            "axis": ax,
+                            "models": [x, y],
+                            "p": verdicts[ax][(x, y)].p_beats,
+                            "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
+                        }
+                    )
+    not_comparable = [
+        {"models": [a, b], "reason": pr.reason} for (a, b), pr in sorted(pairs.items()) if a < b and pr.reason
+    ]
+    tau_rows = _tau_rows(win_rows["capability"], win_rows["overall"])
+    tau = None if tau_rows is None or np.isnan(tau_rows[0]) else float(tau_rows[0])
+    return HeadToHead(
+        confidence=confidence,
+        pairwise={
+            AXIS_NAMES[ax]: {
+                a: {
+                    b: verdicts[ax][(a, b)].p_beats if (a, b) in verdicts[ax] else None
+                    for b in names
+                    if b != a
+                }
+                for a in names
+            }
+            for ax in AXIS_NAMES
+        },
+        head_to_head={
+            AXIS_NAMES[ax]: {
+                a: {b: verdicts[ax][(a, b)].h if (a, b) in verdicts[ax] else None for b in names if b != a}
+                for a in names
+            }
+            for ax in AXIS_NAMES
+        },
+        win_rate={
+            ax: {m: (float(win_rows[ax][m][0]) if m in win_rows[ax] else None) for m in names}
+            for ax in AXIS_NAMES
+        },
+        ranks=ranks,
+        claims=claims,
+        ties=ties,
+        not_comparable=not_comparable,
+        shared={a: {b: pairs[(a, b)].shared for b in names if b != a} for a in names},
+        kendall_tau=tau,
+        kendall_tau_interval=None if tau_rows is None else _percentile(tau_rows, interval_confidence),
+        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable),
+    )
+
+
+def pair_inputs(
+    scores: Mapping[CellKey, FloatArray],
+    below_chance: Mapping[CellKey, float],
+    retention: Mapping[str, Sequence[tuple[CellKey, FloatArray]]],
+    efficiency: Mapping[tuple[str, str], FloatArray],
+) -> PairInputs:
+    """Collect the per-model parts from the scorecard's rows."""
+    clean: dict[str, dict[tuple[str, str], FloatArray]] = {}
+    floor: dict[str, set[tuple[str, str]]] = {}
+    for k, rows in scores.items():
+        if k.is_clean:
+            clean.setdefault(k.model, {})[k.group] = rows
+            if k in below_chance:
+                floor.setdefault(k.model, set()).add(k.group)
+    ret = {m: {(k.task, k.dataset, k.condition): r for k, r in entries} for m, entries in retention.items()}
+    eff: dict[str, dict[str, FloatArray]] = {}
+    for (m, t), rows in efficiency.items():
+        eff.setdefault(m, {})[t] = rows
+    return PairInputs(clean, floor, ret, eff)

@@ -1,0 +1,178 @@
+"""Comparisons that hold: head to head on shared cells, claims only where the bootstrap supports them,
+E from interleaved timing trials with an interval, and chance as the floor of consistency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from argus_eval.data.answer_types import typed_candidates
+from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB, COLORS
+from argus_eval.data.types import Dataset, Sample
+from argus_eval.efficiency.trials import TaskTiming, Trial
+from argus_eval.scoring.cells import mean_cell
+from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.scorecard import bootstrap_scorecard
+from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.tasks.reasoning import chance_level
+
+N = 200
+IDS = [f"s{i:03d}" for i in range(N)]
+OPTS = ScoringOptions(resamples=400, seed=3)
+DATASETS = ("clevr", "shapes", "vcr")
+
+
+def _bernoulli(seed: int, p: float) -> np.ndarray:
+    return (np.random.default_rng(seed).random(N) < p).astype(float)
+
+
+def _reasoning(model: str, base: float, seed: int) -> list[CellData]:
+    return [
+        mean_cell(CellKey(model, "reasoning", d, "clean"), IDS, _bernoulli(seed + i, base))
+        for i, d in enumerate(DATASETS)
+    ]
+
+
+def _captioning(model: str, level: float) -> list[CellData]:
+    return [
+        mean_cell(CellKey(model, "captioning", d, "clean"), IDS, np.full(N, level)) for d in ("coco", "flickr")
+    ]
+
+
+@pytest.mark.parametrize("caption_level", [0.001, 0.02, 0.25, 0.9])
+def test_extra_task_never_lowers_rank_against_a_model_that_skips_it(caption_level: float) -> None:
+    # A answers questions only; B answers them better on every shared cell and also captions, at any level.
+    cells = _reasoning("A", 0.35, seed=1) + _reasoning("B", 0.75, seed=11) + _captioning("B", caption_level)
+    sc = bootstrap_scorecard(cells, {}, OPTS)
+    h = sc.comparison
+    assert h.ranks["capability"] == {"A": 2, "B": 1}
+    assert h.ranks["overall"]["B"] == 1  # overall also weighs CDC, where the two may tie
+    assert h.pairwise["P"]["B"]["A"] == 1.0
+    assert {"axis": "capability", "above": "B", "below": "A", "p": 1.0} in h.claims
+    # the absolute P still says what each model did: B's captioning enters its own P
+    p_b = sc.models["B"].axes["P"].value
+    assert p_b == pytest.approx((np.mean([c.components[:, 0].mean() for c in cells[3:6]]) + caption_level) / 2)
+    assert h.shared["A"]["B"]["P"] == 3  # the three reasoning cells, never captioning
+
+
+def test_close_models_are_tied_and_the_sentence_says_so() -> None:
+    # the same accuracy level: resampling noise decides each cell, so no claim is supported
+    cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=1)
+    sc = bootstrap_scorecard(cells, {}, OPTS)
+    assert sc.comparison.claims == []
+    assert sc.comparison.ranks["overall"] == {"A": 1, "B": 1}
+    assert "tied overall within the run's uncertainty" in sc.comparison.sentence
+    assert "A above B" not in sc.comparison.sentence
+
+
+def test_models_without_a_shared_cell_are_not_comparable() -> None:
+    cells = _reasoning("A", 0.6, seed=1) + _captioning("B", 0.3)
+    sc = bootstrap_scorecard(cells, {}, OPTS)
+    nc = sc.comparison.not_comparable
+    assert nc == [{"models": ["A", "B"], "reason": nc[0]["reason"]}]
+    assert "no shared task and dataset" in nc[0]["reason"] and "reasoning/clevr" in nc[0]["reason"]
+    assert sc.comparison.pairwise["ARGUS"]["A"]["B"] is None
+    assert sc.comparison.ranks["overall"] == {"A": None, "B": None}  # no opponent to be ranked against
+    assert "Not comparable (no shared cell): A and B." in sc.comparison.sentence
+
+
+def test_reversal_between_capability_and_overall_is_named() -> None:
+    # A is more accurate on every dataset; B keeps its accuracy under fog while A collapses.
+    cells: list[CellData] = []
+    for i, d in enumerate(DATASETS):
+        cells.append(mean_cell(CellKey("A", "reasoning", d, "clean"), IDS, _bernoulli(i, 0.8)))
+        cells.append(mean_cell(CellKey("A", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 50, 0.2)))
+        cells.append(mean_cell(CellKey("B", "reasoning", d, "clean"), IDS, _bernoulli(i + 9, 0.6)))
+        cells.append(mean_cell(CellKey("B", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 9, 0.6)))
+    opts = ScoringOptions(resamples=400, seed=3, weights={"P": 0.2, "CDC": 0.0, "RR": 0.8, "E": 0.0})
+    sc = bootstrap_scorecard(cells, {}, opts)
+    h = sc.comparison
+    assert h.pairwise["P"]["A"]["B"] == 1.0 and h.pairwise["ARGUS"]["B"]["A"] == 1.0
+    assert h.sentence.startswith("A ranks above B on capability but below it overall; B leads overall")
+    assert h.ranks == {"capability": {"A": 1, "B": 2}, "overall": {"A": 2, "B": 1}}
+    assert h.kendall_tau == pytest.approx(-1.0) and h.kendall_tau_interval == (-1.0, -1.0)
+
+
+def _timing(model: str, task: str, latency: float, spread: float, seed: int) -> TaskTiming:
+    rng = np.random.default_rng(seed)
+    lat = latency * (1 + spread * rng.random(5))
+    return TaskTiming(
+        model,
+        task,
+        "p",
+        tuple(Trial(float(v), 1000.0 / float(v)) for v in lat),
+        memory_mb=100.0,
+        memory_basis="test",
+        flops_per_sample=10**6,
+        params=10,
+        fingerprint={"id": "hw"},
+    )
+
+
+def test_efficiency_from_trials_has_an_interval_and_compares_per_task() -> None:
+    cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=2)
+    timings = {
+        ("A", "reasoning"): _timing("A", "reasoning", 10.0, 0.5, 1),
+        ("B", "reasoning"): _timing("B", "reasoning", 10.5, 0.5, 2),
+    }
+    sc = bootstrap_scorecard(cells, {}, OPTS, timings)
+    lo, hi = sc.models["A"].intervals["E"]  # type: ignore[misc]
+    assert lo < hi  # the timing noise shows as an interval, not a point
+    e_a = sc.models["A"].axes["E"]
+    assert e_a.detail["per_task"].keys() == {"reasoning"} and e_a.detail["trials"] == {"reasoning": 5}
+    # hand value: latency and throughput ratios against the best median, memory and FLOPs equal
+    med_a = np.median(timings[("A", "reasoning")].latencies)
+    med_b = np.median(timings[("B", "reasoning")].latencies)
+    best = min(med_a, med_b)
+    assert e_a.value == pytest.approx(((best / med_a) ** 2) ** 0.25)
+
+
+def test_timings_from_two_fingerprints_never_mix() -> None:
+    cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=2)
+    other = _timing("B", "reasoning", 10.0, 0.1, 2)
+    timings = {
+        ("A", "reasoning"): _timing("A", "reasoning", 10.0, 0.1, 1),
+        ("B", "reasoning"): TaskTiming(**{**other.__dict__, "fingerprint": {"id": "other"}}),
+    }
+    sc = bootstrap_scorecard(cells, {}, OPTS, timings)
+    assert sc.models["A"].axes["E"].value is None
+    assert "different hardware fingerprints" in str(sc.models["A"].axes["E"].undefined_reason)
+
+
+def test_cells_at_or_below_chance_count_in_p_but_not_in_cdc() -> None:
+    cells = _reasoning("A", 0.8, seed=1)
+    weak = mean_cell(CellKey("A", "reasoning", "extra", "clean"), IDS, np.full(N, 0.02))
+    weak.chance = 0.1
+    cells.append(weak)
+    sc = bootstrap_scorecard(cells, {}, OPTS)
+    a = sc.models["A"].axes
+    scores = [c.components[:, 0].mean() for c in cells[:3]]
+    assert a["P"].value == pytest.approx(np.mean([*scores, 0.02]))
+    m = np.mean(scores)
+    assert a["CDC"].value == pytest.approx(1 - np.mean(np.abs(np.array(scores) - m)) / m)
+    assert a["CDC"].detail["below_chance"] == {"reasoning/extra": "score at or below chance (0.100)"}
+    below = sc.to_json()["below_chance"]
+    assert [(c["dataset"], c["chance"]) for c in below] == [("extra", 0.1)]
+
+
+def _q(qtype: str, answer: str) -> Sample:
+    return Sample("q", "img.png", question="?", answers=(answer,), metadata={"question_type": qtype})
+
+
+def test_typed_candidates_restrict_the_vocabulary_to_the_answer_type() -> None:
+    assert typed_candidates(_q("exist", "yes"), ANSWER_VOCAB) == ("yes", "no")
+    assert typed_candidates(_q("equal_color", "no"), ANSWER_VOCAB) == ("yes", "no")
+    assert typed_candidates(_q("count", "3"), ANSWER_VOCAB) == tuple(str(i) for i in range(11))
+    assert typed_candidates(_q("query_color", "red"), ANSWER_VOCAB) == COLORS
+    assert typed_candidates(_q("query_shape", "cube"), ANSWER_VOCAB) == ("cube", "sphere", "cylinder")
+    assert typed_candidates(_q("mystery", "x"), ANSWER_VOCAB) == ANSWER_VOCAB  # unknown type: no filter
+    vqa = Sample("v", "i.png", question="?", answers=("red",) * 10, metadata={"answer_type": "other"})
+    assert typed_candidates(vqa, ("yes", "no", "2", "red", "dog")) == ("red", "dog")
+    mc = Sample("m", "i.png", question="?", choices=("a", "b", "c", "d"), answer_index=1)
+    assert typed_candidates(mc, ANSWER_VOCAB) == ("a", "b", "c", "d")
+
+
+def test_chance_level_is_the_mean_uniform_guess_over_answer_types() -> None:
+    ds = Dataset("d", [], image_root=__import__("pathlib").Path("."), fingerprint="f", answer_vocab=ANSWER_VOCAB)
+    samples = [_q("exist", "yes"), _q("query_color", "red"), _q("count", "2"), _q("query_size", "large")]
+    assert chance_level(samples, ds) == pytest.approx((1 / 2 + 1 / 8 + 1 / 11 + 1 / 2) / 4)
