@@ -5,6 +5,5 @@ from __future__ import annotations
 from argus_eval.advisor.advice import Advice, advise
 from argus_eval.advisor.constraints import Constraints, parse_weights
 from argus_eval.advisor.profiles import standard_profiles
-from argus_eval.advisor.ranking import TIE_BAND
 
-__all__ = ["TIE_BAND", "Advice", "Constraints", "advise", "parse_weights", "standard_profiles"]
+__all__ = ["Advice", "Constraints", "advise", "parse_weights", "standard_profiles"]

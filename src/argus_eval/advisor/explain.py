@@ -104,8 +104,8 @@ def confidence_sentence(
         )
     lead = (winner.score or 0.0) - (runner_up.score or 0.0)
     return (
-        f"{winner.name} leads the runner-up {runner_up.name} by {lead:.3f} in point value; no bootstrap "
-        f"probability is available because {conf.unavailable}."
+        f"{winner.name} leads the runner-up {runner_up.name} by {lead:.3f} in point value, which is not a "
+        f"supported claim: no bootstrap probability is available because {conf.unavailable}."
     )
 
 

@@ -1,9 +1,9 @@
 """Rank the eligible models by an ARGUS weighting, and say how sure the ranking is.
 
-Tie rule: the winner and the runner-up are tied when their ARGUS intervals overlap and the bootstrap
-share of resamples with the winner above the runner-up lies in TIE_BAND (both ends included). Without
-bootstrap shares (no bootstrap in the run, or weights other than the run's own) only equal point values
-are a tie.
+Tie rule: the winner is stated above the runner-up only when the run's head-to-head bootstrap share
+P(winner beats runner-up) reaches the run's claim level (scoring.claim_confidence, 0.95 by default);
+otherwise the two are tied. Without bootstrap shares (no bootstrap in the run, or weights other than the
+run's own) only equal point values are a tie, and the explanation says the order is not a supported claim.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from argus_eval.advisor.constraints import AXIS_ORDER, Weights
 from argus_eval.advisor.view import Interval, ModelView, RunView
 
-TIE_BAND = (0.4, 0.6)
 POINT_TIE = 1e-9
 
 
@@ -97,5 +96,5 @@ def confidence(
     if share is None:
         why = "results.json has no bootstrap pairwise share for this pair (rankings.pairwise.ARGUS)"
         return Confidence(None, why, ivs, point_tie)
-    tie = point_tie or (_overlap(*ivs) and TIE_BAND[0] <= share <= TIE_BAND[1])
+    tie = point_tie or share < run.claim_confidence
     return Confidence(share, None, ivs, tie)

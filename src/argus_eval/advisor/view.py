@@ -38,6 +38,8 @@ class RunView:
     weights: dict[str, float]
     pairwise: Pairwise | None
     resamples: int | None
+    # "A above B" needs at least this share of resamples (the run's scoring.claim_confidence)
+    claim_confidence: float = 0.95
 
 
 def _obj(value: Any, field: str) -> dict[str, Any]:
@@ -170,4 +172,10 @@ def read_view(results: Mapping[str, Any]) -> RunView:
     if isinstance(boot, dict) and boot.get("resamples") is not None:
         n = _number(boot.get("resamples"), "bootstrap.resamples")
         resamples = None if n is None else int(n)
-    return RunView(models, _weights(results), _pairwise(results), resamples)
+    comp = results.get("comparison")
+    level = (
+        _number(comp.get("claim_confidence"), "comparison.claim_confidence")
+        if isinstance(comp, dict)
+        else None
+    )
+    return RunView(models, _weights(results), _pairwise(results), resamples, 0.95 if level is None else level)

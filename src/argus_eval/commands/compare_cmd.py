@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -77,5 +78,28 @@ def compare_command(
             )
         )
     console.print(Text(f"cells only in A: {cmp.only_a_cells}; only in B: {cmp.only_b_cells}"))
+    for label in ("A", "B"):
+        _print_pairwise(console, label, cmp.pairwise.get(label), cmp.gap.get(label))
     for n in cmp.notes:
         console.print(Text(n))
+
+
+def _print_pairwise(console: Console, label: str, pairwise: Any, sentence: str | None) -> None:
+    """P(row beats column) on the overall score, as the run itself computed it head to head."""
+    shares = (pairwise or {}).get("ARGUS") if isinstance(pairwise, dict) else None
+    if not shares:
+        console.print(Text(f"run {label}: no pairwise P(A beats B) in its results (no bootstrap)"))
+        return
+    names = sorted(shares)
+    table = Table(title=f"run {label}: P(row beats column), overall, head to head on shared cells")
+    for h in ("model", *names):
+        table.add_column(h)
+    for a in names:
+        row = [Text(a)]
+        for b in names:
+            v = None if a == b else (shares.get(a) or {}).get(b)
+            row.append(Text("-" if a == b else ("n/c" if v is None else f"{v:.3f}")))
+        table.add_row(*row)
+    console.print(table)
+    if sentence:
+        console.print(Text(f"run {label}: {sentence}"))

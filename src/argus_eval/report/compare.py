@@ -79,6 +79,11 @@ class Comparison:
     only_a_cells: int = 0
     only_b_cells: int = 0
     notes: list[str] = field(default_factory=list)
+    # run ("A"/"B") -> axis ("ARGUS"/"P") -> model -> opponent -> P(model beats opponent) in that run
+    pairwise: dict[str, Any] = field(default_factory=dict)
+    # run -> its gap sentence and supported claims
+    gap: dict[str, str | None] = field(default_factory=dict)
+    claims: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -188,6 +193,10 @@ def compare_runs(
     cmp.only_a_models = [m for m in models_a if m not in rb["models"]]
     cmp.only_b_models = [m for m in models_b if m not in ra["models"]]
     cmp.axes = _axis_diffs(ra, rb, common_models)
+    for label, r in (("A", ra), ("B", rb)):
+        cmp.pairwise[label] = (r.get("rankings") or {}).get("pairwise")
+        cmp.gap[label] = (r.get("gap") or {}).get("sentence")
+        cmp.claims[label] = (r.get("comparison") or {}).get("claims") or []
 
     def cells_of(r: dict[str, Any]) -> dict[CellKey, dict[str, Any]]:
         return {(c["model"], c["task"], c["dataset"], c["condition"]): c for c in r["cells"]}
