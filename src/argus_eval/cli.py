@@ -68,6 +68,13 @@ def run(
         str | None,
         typer.Option("--address", help="Ray cluster: ray://HOST:PORT or auto (with --executor ray)."),
     ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed/--no-retry-failed",
+            help="Compute the failed records of an earlier run again (default) or keep them.",
+        ),
+    ] = True,
 ) -> None:
     """Evaluate the configured models (or the default suite) and write results.json, samples.jsonl, report."""
     from argus_eval.commands.run_cmd import dry_run_plan, run_command
@@ -84,7 +91,14 @@ def run(
         dry_run_plan(cfg_path, console, as_json, overrides)
         return
     run_command(
-        cfg_path, out, strict=strict, as_json=as_json, quiet=quiet, console=console, overrides=overrides
+        cfg_path,
+        out,
+        strict=strict,
+        as_json=as_json,
+        quiet=quiet,
+        console=console,
+        overrides=overrides,
+        retry_failed=retry_failed,
     )
 
 

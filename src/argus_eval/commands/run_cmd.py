@@ -34,13 +34,15 @@ def run_command(
     quiet: bool,
     console: Console,
     overrides: dict[str, Any] | None = None,
+    retry_failed: bool = True,
 ) -> None:
+    """Run or resume the configured evaluation into out (default runs/<name>) and print the scorecard."""
     cfg = configured(cfg_path, overrides)
     from argus_eval.report.build import write_reports
     from argus_eval.runner.pipeline import run
 
     out_dir = out or Path("runs") / cfg.name
-    outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json)
+    outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed)
     write_reports(out_dir)
     res = outcome.results
     if as_json:
@@ -49,6 +51,8 @@ def run_command(
                 {
                     "out_dir": str(out_dir),
                     "forward_calls": outcome.stats.forward_calls,
+                    "recomputed_stale": outcome.stats.stale,
+                    "retried_failed": outcome.stats.retried,
                     "models": res.get("models", {}),
                 },
                 indent=1,
@@ -59,6 +63,12 @@ def run_command(
         return
     for note in res.get("notes", []):
         console.print(f"note: {note}", highlight=False, markup=False)
+    for entry in outcome.plan.not_applicable:
+        console.print(
+            f"note: task {entry['task']} left out of dataset {entry['dataset']}: it has no samples for it",
+            highlight=False,
+            markup=False,
+        )
     console.print(scorecard_table(res))
     gap = res.get("gap", {}).get("sentence")
     if gap:
@@ -66,6 +76,7 @@ def run_command(
     failed = sum(c.get("failed", 0) for c in res.get("cells", []))
     console.print(
         f"model forward calls: {outcome.stats.forward_calls}   new records: {outcome.stats.records_written}"
+        f"   recomputed (inputs changed): {outcome.stats.stale}   retried failures: {outcome.stats.retried}"
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
     console.print(

@@ -2,33 +2,66 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from argus_eval.errors import SampleError
 
 ImageArray = NDArray[np.uint8]
 
 
+# PIL modes that hold 16-bit samples; converting them through "RGB" clips every value above 255 to white.
+_WIDE_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})
+
+
 def load_image(path: Path, sample_id: str = "?") -> ImageArray:
-    """Decode an image file to uint8 RGB; raise SampleError naming the sample and file on failure."""
+    """Decode an image file to uint8 RGB, upright (EXIF orientation applied), 16-bit scaled to 8.
+
+    Raises SampleError naming the sample and file when the file is missing, unreadable, not an image,
+    or larger than PIL's decompression-bomb limit (PIL.Image.MAX_IMAGE_PIXELS)."""
     try:
-        with Image.open(path) as im:
-            im.load()
-            return to_rgb_uint8(
-                np.asarray(im) if im.mode in ("RGB", "L", "RGBA") else np.asarray(im.convert("RGB"))
-            )
+        with warnings.catch_warnings():
+            # Above MAX_IMAGE_PIXELS PIL only warns, then decodes hundreds of MB: refuse it instead.
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                im.load()
+                upright = ImageOps.exif_transpose(im)
+                return to_rgb_uint8(_pixels(upright), min_side=1)
     except FileNotFoundError:
         raise SampleError(f"sample {sample_id}: image file {path} not found") from None
-    except (UnidentifiedImageError, OSError, ValueError) as e:
+    except PermissionError:
+        raise SampleError(
+            f"sample {sample_id}: image file {path} is not readable (permission denied)"
+        ) from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise SampleError(
+            f"sample {sample_id}: image {path} is too large to decode safely ({e}); downscale the file"
+        ) from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
         raise SampleError(f"sample {sample_id}: image {path} failed to decode ({e})") from None
 
 
-def to_rgb_uint8(arr: np.ndarray) -> ImageArray:
-    """Convert grayscale, RGBA and 16-bit arrays to uint8 RGB; reject what cannot be an image."""
+def _pixels(im: Image.Image) -> np.ndarray:
+    """The decoded array, keeping 16-bit samples as uint16 (to_rgb_uint8 scales them)."""
+    if im.mode in ("RGB", "L", "RGBA"):
+        return np.asarray(im)
+    if im.mode in _WIDE_MODES:
+        wide = np.asarray(im).astype(np.int64)
+        if im.mode == "I" and wide.max(initial=0) <= 255 and im.format != "PNG":
+            return wide.astype(np.uint8)  # a 32-bit container of 8-bit data (e.g. some TIFFs)
+        return np.clip(wide, 0, 65535).astype(np.uint16)
+    return np.asarray(im.convert("RGB"))
+
+
+def to_rgb_uint8(arr: np.ndarray, min_side: int = 8) -> ImageArray:
+    """Convert grayscale, RGBA and 16-bit arrays to uint8 RGB; reject what cannot be an image.
+
+    min_side: the smallest height and width accepted (a file of any size loads; a perturbation needs
+    room for its kernels)."""
     a = np.asarray(arr)
     if a.dtype == np.uint16:
         a = (a >> 8).astype(np.uint8)
@@ -52,6 +85,8 @@ def to_rgb_uint8(arr: np.ndarray) -> ImageArray:
         a = np.repeat(a, 3, axis=2)
     elif a.shape[2] != 3:
         raise SampleError(f"image has {a.shape[2]} channels; expected 1, 3 or 4")
-    if a.shape[0] < 8 or a.shape[1] < 8:
-        raise SampleError(f"image is {a.shape[1]}x{a.shape[0]} pixels; at least 8x8 is needed")
+    if a.shape[0] < min_side or a.shape[1] < min_side:
+        raise SampleError(
+            f"image is {a.shape[1]}x{a.shape[0]} pixels; at least {min_side}x{min_side} is needed"
+        )
     return np.ascontiguousarray(a)

@@ -174,6 +174,8 @@ def model_fingerprint(cfg: ModelConfig) -> str:
     if scheme == "preset":
         return model_fingerprint(cfg.model_copy(update={"spec": _preset(cfg).spec}))
     parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": fp.output_options(cfg.options)}
+    if cfg.max_new_tokens is not None:  # caps every generation, so it changes answers
+        parts["max_new_tokens"] = cfg.max_new_tokens
     if scheme == "zoo":
         parts["files"] = fp.dir_digest(zoo_dir(target))
     elif scheme == "hf":

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from argus_eval.data.types import Sample
-from argus_eval.errors import ModelCallError, SampleError, StrictModeError
+from argus_eval.errors import ModelCallError, PerturbationError, SampleError, StrictModeError
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
@@ -21,6 +21,7 @@ from argus_eval.perturb.conditions import derive_seed
 from argus_eval.runner.gallery import with_gallery
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
+from argus_eval.runner.stamps import input_stamps, pending
 from argus_eval.runner.store import Store
 from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.records import Record
@@ -35,6 +36,8 @@ class ExecStats:
     forward_calls: int = 0
     records_written: int = 0
     failed: int = 0
+    stale: int = 0  # records recomputed because an input (image file, run seed) changed
+    retried: int = 0  # failed records of an earlier run computed again
     models_loaded: list[str] = field(default_factory=list)
     # Calls made by models outside this process (Ray workers); the driver's pool cannot count them.
     remote_forward_calls: int = 0
@@ -119,7 +122,7 @@ def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int)
             ready.append(
                 prepare(sample, cell.dataset, cell.condition, run_seed, partners.get(sample.sample_id))
             )
-        except SampleError as e:
+        except (SampleError, PerturbationError) as e:  # e.g. an image too small for a blur kernel
             records.append(Record(sample.sample_id, None, error=f"input: {e}"))
     ready = with_gallery(cell, ready, run_seed)
     if ready:
@@ -133,6 +136,20 @@ def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int)
             r.seconds = share
         records.extend(out)
     return records
+
+
+def rerun_in_batch(
+    cell: Cell, model: Model, batch: Sequence[int], wanted: set[int], run_seed: int
+) -> list[Record]:
+    """Records of the wanted positions of one fixed batch.
+
+    A local model runs the whole batch (padding and batched kernels make an answer depend, in the last
+    float bits, on its batch-mates), so a recomputed record equals a fresh run's exactly; a remote
+    model answers each request alone and runs only the wanted positions."""
+    local = model.info.device != "remote"
+    records = run_batch(cell, model, batch if local else [i for i in batch if i in wanted], run_seed)
+    ids = {cell.samples[i].sample_id for i in wanted}
+    return [r for r in records if r.sample_id in ids]
 
 
 def _one_by_one(cell: Cell, model: Model, ready: Sequence[Prepared]) -> list[Record]:
@@ -160,15 +177,21 @@ def execute(
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
     profile it while its weights are loaded)."""
     stats = ExecStats()
-    todo: list[tuple[Cell, list[int]]] = []
+    # (cell, its fixed batch, the positions of that batch to (re)write)
+    todo: list[tuple[Cell, list[int], set[int]]] = []
+    stamps: dict[str, dict[str, str]] = {}
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
-        done = store.done_ids(cell.key)
+        stamps[cell.key] = input_stamps(cell, run_seed, swap_partners(cell, run_seed))
+        due = pending(cell, store, stamps[cell.key], plan.retry_failed)
+        stats.stale += due.stale
+        stats.retried += due.retried
+        missing = set(due.positions)
         for pos in batches(cell, cell.model.batch_size):
-            if any(cell.samples[i].sample_id not in done for i in pos):
-                todo.append((cell, [i for i in pos if cell.samples[i].sample_id not in done]))
-    total = sum(len(p) for _, p in todo)
-    last_use = {c.model.name: k for k, (c, _) in enumerate(todo)}
+            if any(i in missing for i in pos):
+                todo.append((cell, pos, {i for i in pos if i in missing}))
+    total = sum(len(w) for _, _, w in todo)
+    last_use = {c.model.name: k for k, (c, _, _) in enumerate(todo)}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -178,21 +201,21 @@ def execute(
         transient=True,
     ) as progress:
         bar = progress.add_task("evaluating", total=total)
-        for k, (cell, pos) in enumerate(todo):
+        for k, (cell, pos, wanted) in enumerate(todo):
             progress.update(
                 bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}"
             )
             model = pool.get(cell.model)
-            records = run_batch(cell, model, pos, run_seed)
+            records = rerun_in_batch(cell, model, pos, wanted, run_seed)
             failed = [r for r in records if r.error is not None]
             if failed and strict:
                 raise StrictModeError(
                     f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set"
                 )
-            store.write(cell.key, records)
+            store.write(cell.key, records, stamps[cell.key])
             stats.records_written += len(records)
             stats.failed += len(failed)
-            progress.advance(bar, len(pos))
+            progress.advance(bar, len(wanted))
             if last_use[cell.model.name] == k:
                 stats.models_loaded.append(cell.model.name)
                 if on_model_done is not None:

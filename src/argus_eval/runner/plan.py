@@ -48,6 +48,8 @@ class Plan:
     skipped: list[dict[str, str]] = field(default_factory=list)
     # (task, dataset) pairs where the dataset carries nothing for the task: expected, not a failure
     not_applicable: list[dict[str, str]] = field(default_factory=list)
+    # Failed records of earlier runs are computed again (the server may have recovered) unless False.
+    retry_failed: bool = True
 
 
 def cell_key(

@@ -27,11 +27,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from argus_eval.errors import ArgusError, ConfigError, ExecutorError, StrictModeError
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
-from argus_eval.runner.local import ExecStats, ModelLoader, ModelPool, batches
+from argus_eval.runner.local import ExecStats, ModelLoader, ModelPool, batches, swap_partners
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.ray_cluster import check_resources, check_versions, connected
 from argus_eval.runner.ray_options import RayOptions, ResourceRequest, parse_options, request_for
 from argus_eval.runner.ray_worker import ModelWorker, ShardResult
+from argus_eval.runner.stamps import input_stamps, pending
 from argus_eval.runner.store import Store
 
 # Shards queued per actor: one running and one waiting, so an actor never idles on the driver.
@@ -45,24 +46,26 @@ class Shard:
     cell: Cell
     batches: list[list[int]]
     tries: int = 0
+    stamps: dict[str, str] = field(default_factory=dict)  # input stamps of the cell's samples
 
     @property
     def size(self) -> int:
         return sum(len(b) for b in self.batches)
 
 
-def plan_shards(plan: Plan, store: Store, shard_size: int) -> list[Shard]:
+def plan_shards(plan: Plan, store: Store, shard_size: int, seed: int = 0) -> list[Shard]:
     """The missing part of every cell, in the local executor's batches, grouped shard_size at a time."""
     out: list[Shard] = []
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
-        done = store.done_ids(cell.key)
-        missing = [
-            [i for i in pos if cell.samples[i].sample_id not in done]
-            for pos in batches(cell, cell.model.batch_size)
-        ]
+        stamps = input_stamps(cell, seed, swap_partners(cell, seed))
+        wanted = set(pending(cell, store, stamps, plan.retry_failed).positions)
+        missing = [[i for i in pos if i in wanted] for pos in batches(cell, cell.model.batch_size)]
         missing = [m for m in missing if m]
-        out.extend(Shard(cell, missing[s : s + shard_size]) for s in range(0, len(missing), shard_size))
+        out.extend(
+            Shard(cell, missing[s : s + shard_size], stamps=stamps)
+            for s in range(0, len(missing), shard_size)
+        )
     return out
 
 
@@ -191,7 +194,7 @@ class _Driver:
                 raise StrictModeError(
                     f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set"
                 )
-            self.store.write(shard.cell.key, records)
+            self.store.write(shard.cell.key, records, shard.stamps)
             self.stats.records_written += len(records)
             self.stats.failed += len(failed)
             advance(shard, len(pos))
@@ -218,7 +221,7 @@ def ray_executor(
     unknown = sorted(set(opts.models) - names)
     if unknown:
         raise ConfigError(f"executor_options.models: {unknown} are not models of this run ({sorted(names)})")
-    shards = plan_shards(plan, store, opts.shard_size)
+    shards = plan_shards(plan, store, opts.shard_size, run_seed)
     if not shards:
         return ExecStats()  # a fully cached rerun starts no cluster
     for name in pool.loaded():

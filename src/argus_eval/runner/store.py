@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ CREATE TABLE IF NOT EXISTS records (
     arrays BLOB,
     error TEXT,
     seconds REAL NOT NULL,
+    stamp TEXT,
     PRIMARY KEY (cell, sample_id)
 );
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, description TEXT NOT NULL);
@@ -66,6 +68,7 @@ class Store:
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"store {path} is unreadable ({e}); delete it to start afresh") from None
+        self._add_stamp_column()
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -74,6 +77,12 @@ class Store:
                 f"store {path} has schema version {version}, this ARGUS-EVAL writes {SCHEMA_VERSION}; "
                 "use a fresh --out directory"
             )
+
+    def _add_stamp_column(self) -> None:
+        # Stores written before input stamps existed lack the column; their records read as stale.
+        cols = {str(r[1]) for r in self._db.execute("PRAGMA table_info(records)")}
+        if "stamp" not in cols:
+            self._db.execute("ALTER TABLE records ADD COLUMN stamp TEXT")
 
     def close(self) -> None:
         self._db.close()
@@ -104,8 +113,21 @@ class Store:
         rows = self._db.execute("SELECT sample_id FROM records WHERE cell=?", (cell,))
         return {str(r[0]) for r in rows}
 
-    def write(self, cell: str, records: Iterable[Record]) -> None:
-        """Write a batch of records atomically (one transaction); existing keys are left untouched."""
+    def states(self, cell: str) -> dict[str, tuple[str | None, bool]]:
+        """sample id -> (input stamp, failed) of every record of a cell."""
+        rows = self._db.execute(
+            "SELECT sample_id, stamp, error IS NOT NULL FROM records WHERE cell=?", (cell,)
+        )
+        return {
+            str(sid): (None if stamp is None else str(stamp), bool(failed)) for sid, stamp, failed in rows
+        }
+
+    def write(self, cell: str, records: Iterable[Record], stamps: Mapping[str, str] | None = None) -> None:
+        """Write a batch of records atomically (one transaction).
+
+        An existing record is replaced only when it failed or its input stamp differs (a retry or a
+        recomputation); a good, current record is left untouched, so concurrent runs never clobber."""
+        stamps = stamps or {}
         rows = [
             (
                 cell,
@@ -114,13 +136,17 @@ class Store:
                 _pack_arrays(r.arrays),
                 r.error,
                 float(r.seconds),
+                stamps.get(r.sample_id),
             )
             for r in records
         ]
         with self._transaction():
             self._db.executemany(
-                "INSERT OR IGNORE INTO records(cell, sample_id, output, arrays, error, seconds) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO records(cell, sample_id, output, arrays, error, seconds, stamp) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(cell, sample_id) DO UPDATE SET "
+                "output=excluded.output, arrays=excluded.arrays, error=excluded.error, "
+                "seconds=excluded.seconds, stamp=excluded.stamp "
+                "WHERE records.error IS NOT NULL OR records.stamp IS NOT excluded.stamp",
                 rows,
             )
 
@@ -130,13 +156,19 @@ class Store:
         for sid, output, arrays, error, seconds in self._db.execute(
             "SELECT sample_id, output, arrays, error, seconds FROM records WHERE cell=?", (cell,)
         ):
-            out[str(sid)] = Record(
-                sample_id=str(sid),
-                output=None if output is None else json.loads(output),
-                arrays=_unpack_arrays(arrays),
-                error=error,
-                seconds=float(seconds),
-            )
+            try:
+                out[str(sid)] = Record(
+                    sample_id=str(sid),
+                    output=None if output is None else json.loads(output),
+                    arrays=_unpack_arrays(arrays),
+                    error=None if error is None else str(error),
+                    seconds=float(seconds),
+                )
+            except (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as e:
+                raise StoreError(
+                    f"store {self.path}: record {sid!r} of cell {cell} is corrupt ({type(e).__name__}); "
+                    f"delete that row or use a fresh --out"
+                ) from None
         return out
 
     def count(self, cell: str | None = None) -> int:

@@ -11,31 +11,69 @@ from argus_eval.data.types import Sample, SkippedRecord
 from argus_eval.errors import DatasetError
 
 
+class _NonStandardConstant(ValueError):
+    """NaN, Infinity or -Infinity in a JSON file (Python's json accepts them; the JSON standard does not)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonStandardConstant(f"non-standard JSON constant {name} (ids and values must be finite)")
+
+
+def parse_json(text: str | bytes) -> Any:
+    """json.loads that refuses NaN and Infinity (an Infinity id would otherwise slip through)."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
 def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file; DatasetError naming the file when it is missing or malformed."""
+    """Parse a JSON file; DatasetError naming the file when it is missing, unreadable or malformed."""
     try:
         with open(path, "rb") as fh:
-            return json.load(fh)
+            return parse_json(fh.read())
     except FileNotFoundError:
         raise DatasetError(f"{what} file {path} not found") from None
     except IsADirectoryError:
         raise DatasetError(f"{what} file {path} is a directory, expected a JSON file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except PermissionError:
+        raise DatasetError(
+            f"{what} file {path} is not readable (permission denied); fix its permissions"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, _NonStandardConstant) as e:
         raise DatasetError(f"{what} file {path} is not valid JSON ({e})") from None
+    except RecursionError:
+        raise DatasetError(f"{what} file {path} is nested too deeply to be an annotation file") from None
 
 
 def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, Any]]:
     """Yield (line number, parsed object) of a JSON-lines file, streaming; blank lines are ignored."""
     if not path.is_file():
         raise DatasetError(f"{what} file {path} not found")
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{what} file {path}: line {lineno} is not valid JSON ({e})") from None
+    for lineno, raw in enumerate(_binary_lines(path, what), start=1):
+        try:
+            line = raw.decode("utf-8")  # per line, so an encoding error names its line
+        except UnicodeDecodeError as e:
+            raise DatasetError(
+                f"{what} file {path}: line {lineno} is not UTF-8 (byte {raw[e.start]:#04x}); "
+                "re-save the file as UTF-8"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            obj = parse_json(line)
+        except (json.JSONDecodeError, _NonStandardConstant) as e:
+            raise DatasetError(f"{what} file {path}: line {lineno} is not valid JSON ({e})") from None
+        except RecursionError:
+            raise DatasetError(f"{what} file {path}: line {lineno} is nested too deeply") from None
+        yield lineno, obj
+
+
+def _binary_lines(path: Path, what: str) -> Iterator[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            yield from fh
+    except PermissionError:
+        raise DatasetError(
+            f"{what} file {path} is not readable (permission denied); fix its permissions"
+        ) from None
 
 
 def expect(obj: Any, kind: type | tuple[type, ...], path: Path, where: str) -> Any:
@@ -94,18 +132,53 @@ class Skips:
 
 
 class Ids:
-    """Detects duplicate ids within one file."""
+    """Detects duplicate ids within one file; 100 and "100" are the same id (both name sample img/100)."""
 
     def __init__(self, path: Path, what: str) -> None:
         self.path, self.what = path, what
-        self.seen: dict[Any, str] = {}
+        self.seen: dict[Any, str] = {}  # id as written -> where
+        self._spelled: dict[str, Any] = {}  # id as it reads in a sample id -> as written
 
     def add(self, value: Any, label: str) -> None:
-        if value in self.seen:
+        check_id(value, self.path, label, self.what)
+        first = self._spelled.get(str(value))
+        if first is not None:
+            spelled = "" if first == value else f" as {first!r}"
             raise DatasetError(
-                f"{self.path}: {label}: duplicate {self.what} {value!r} (first seen at {self.seen[value]})"
+                f"{self.path}: {label}: duplicate {self.what} {value!r} "
+                f"(first seen at {self.seen[first]}{spelled})"
             )
         self.seen[value] = label
+        self._spelled[str(value)] = value
+
+
+def check_id(value: Any, path: Path, label: str, what: str) -> Any:
+    """An id must be an integer or a non-empty string: a float, list or object cannot name a sample."""
+    ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.strip()
+    )
+    if not ok:
+        raise DatasetError(
+            f"{path}: {label}: {what} {value!r} is a {_json_name(type(value).__name__)}; "
+            "ids must be integers or non-empty strings"
+        )
+    return value
+
+
+def clean_text(value: str, skips: Skips, path: Path, label: str, what: str) -> str | None:
+    """A stripped text field, or None (skipped and counted) when it is empty or not valid Unicode.
+
+    A lone surrogate (an unpaired \\ud800 escape) decodes from JSON but breaks every tokenizer later."""
+    text = value.strip()
+    if not text:
+        skips.add(path, label, f"empty {what}")
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        skips.add(path, label, f"{what} contains an unpaired surrogate escape (not valid Unicode text)")
+        return None
+    return text
 
 
 def limit_each_kind(samples: Sequence[Sample], limit: int | None) -> list[Sample]:

@@ -16,6 +16,7 @@ from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import (
     Ids,
     Skips,
+    clean_text,
     counts,
     expect,
     limit_each_kind,
@@ -63,11 +64,15 @@ def read_coco_captions(path: Path, skips: Skips) -> tuple[list[Sample], dict[str
         aid = need(ann, "id", int, path, label)
         ann_ids.add(aid, label)
         iid = need(ann, "image_id", int, path, label)
-        text = need(ann, "caption", str, path, label)
+        text = clean_text(
+            need(ann, "caption", str, path, label), skips, path, f"{label} (id {aid})", "caption"
+        )
+        if text is None:
+            continue
         if iid not in caps:
             skips.add(path, f"{label} (id {aid})", f"image_id {iid} is not in 'images'")
             continue
-        caps[iid].append(text.strip())
+        caps[iid].append(text)
         cap_ids[iid].append(aid)
         others = ann.get("also_true_of", [])
         true_of[iid].append([f"img/{o}" for o in others] if isinstance(others, list) else [])

@@ -18,6 +18,8 @@ from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import (
     Ids,
     Skips,
+    check_id,
+    clean_text,
     counts,
     expect,
     limit_each_kind,
@@ -58,6 +60,7 @@ def read_karpathy(path: Path, top: dict[str, Any], options: KarpathyOptions, ski
         {"restval"} if options.split == "train" and options.include_restval else set()
     )
     ids = Ids(path, "image id")
+    sentids = Ids(path, "sentid")
     out: list[Sample] = []
     found: set[str] = set()
     for k, im in enumerate(section(top, "images", path)):
@@ -70,16 +73,22 @@ def read_karpathy(path: Path, top: dict[str, Any], options: KarpathyOptions, ski
         folder = im.get("filepath")
         rel = posixpath.join(folder, fname) if isinstance(folder, str) and folder else fname
         image = safe_relpath(rel, source=path, record=label, field="filepath/filename")
-        iid = im.get("cocoid", need(im, "imgid", int, path, label))
+        iid = need(im, "cocoid" if "cocoid" in im else "imgid", int, path, label)
         ids.add(iid, label)
-        caps = [
-            need(s, "raw", str, path, f"{label}.sentences[{j}]").strip()
-            for j, s in enumerate(need(im, "sentences", list, path, label))
-        ]
+        caps: list[str] = []
+        sent_ids: list[Any] = []
+        for j, sent in enumerate(need(im, "sentences", list, path, label)):
+            where = f"{label}.sentences[{j}]"
+            raw = clean_text(need(sent, "raw", str, path, where), skips, path, where, "caption 'raw'")
+            sid = sent.get("sentid")
+            if sid is not None:
+                sentids.add(sid, where)  # captions are scored by sentid: a repeat would merge two
+            if raw is not None:
+                caps.append(raw)
+                sent_ids.append(sid)
         if not caps:
             skips.add(path, f"{label} (id {iid})", "image has no sentences")
             continue
-        sent_ids = [s.get("sentid") for s in im["sentences"]]
         out.append(_sample(iid, image, caps, len(out), {"caption_ids": sent_ids, "filename": fname}))
     if not out and not skips.records:
         raise DatasetError(
@@ -98,6 +107,8 @@ def read_lavis(path: Path, entries: list[Any], skips: Skips) -> list[Sample]:
         image = safe_relpath(need(e, "image", str, path, label), source=path, record=label, field="image")
         cap = need(e, "caption", (str, list), path, label)
         iid = e.get("image_id", posixpath.splitext(posixpath.basename(image))[0])
+        check_id(iid, path, label, "image_id")
+        iid = str(iid)  # 100 and "100" name the same image (sample img/100)
         if iid not in images:
             order.append(iid)
             images[iid], caps[iid] = image, []
@@ -107,8 +118,14 @@ def read_lavis(path: Path, entries: list[Any], skips: Skips) -> list[Sample]:
         texts = [cap] if isinstance(cap, str) else cap
         if not all(isinstance(t, str) for t in texts):
             raise DatasetError(f"{path}: entry {label}: field 'caption' must hold strings")
-        caps[iid].extend(t.strip() for t in texts)
-    return [_sample(iid, images[iid], caps[iid], pos, {}) for pos, iid in enumerate(order)]
+        kept = (clean_text(t, skips, path, f"entry {label}", "caption") for t in texts)
+        caps[iid].extend(t for t in kept if t is not None)
+    empty = [iid for iid in order if not caps[iid]]
+    for iid in empty:
+        skips.add(path, f"image {iid}", "image has no usable caption")
+    return [
+        _sample(iid, images[iid], caps[iid], pos, {}) for pos, iid in enumerate(o for o in order if caps[o])
+    ]
 
 
 def load_karpathy(options: DatasetOptions, ctx: LoadContext) -> Dataset:

@@ -16,6 +16,7 @@ from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import (
     Ids,
     Skips,
+    clean_text,
     counts,
     expect,
     limit_each_kind,
@@ -66,7 +67,11 @@ def load_vqa(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         qid = need(q, "question_id", int, path, label)
         ids.add(qid, label)
         iid = need(q, "image_id", int, path, label)
-        text = need(q, "question", str, path, label)
+        text = clean_text(
+            need(q, "question", str, path, label), skips, path, f"{label} (question_id {qid})", "question"
+        )
+        if text is None:
+            continue
         rel = options.image_pattern.format(image_id=iid, data_subtype=subtype)
         image = safe_relpath(rel, source=path, record=label, field="image_id (via image_pattern)")
         meta: dict[str, Any] = {"image_id": iid}
@@ -78,7 +83,14 @@ def load_vqa(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             continue
         else:
             a = anns[qid]
-            answers = tuple(a["_answers"])
+            kept = [
+                clean_text(t, skips, options.annotations or path, f"answer of question_id {qid}", "answer")
+                for t in a["_answers"]
+            ]
+            answers = tuple(t for t in kept if t is not None)
+            if not answers:  # nothing to score against: skipped and counted, never dropped silently
+                skips.add(path, f"{label} (question_id {qid})", "annotation has no answers")
+                continue
             meta |= {
                 "question_type": a.get("question_type"),
                 "family": a.get("answer_type"),

@@ -1,0 +1,81 @@
+"""Input stamps: what a record was computed from, beyond its cell key, so a stale record is recomputed.
+
+The cell key names model, task, dataset annotations and condition. A record also depends on its image
+file (and a swap partner's) and, for seeded conditions, on the run seed; a stamp digests those, and a
+record whose stamp differs from the current one is recomputed (and counted) instead of served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from argus_eval.data.types import Sample, fingerprint_of
+from argus_eval.perturb import controls
+from argus_eval.perturb.conditions import Condition
+from argus_eval.perturb.image import IMAGE_PERTURBATIONS
+from argus_eval.runner.plan import Cell
+from argus_eval.runner.store import Store
+
+
+def uses_run_seed(condition: Condition) -> bool:
+    """Whether the run seed reaches a condition's inputs (perturbations and swaps; not clean or blank)."""
+    if condition.kind == "clean":
+        return False
+    if condition.kind == controls.KIND:
+        return controls.needs_partner(condition.name)
+    if condition.kind == "image":  # deterministic corruptions (brightness, ...) ignore the seed
+        return IMAGE_PERTURBATIONS.get(condition.name).stochastic
+    return True
+
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)  # missing or unreadable: prepare() names it; a later fix changes the stamp
+    return (st.st_size, st.st_mtime_ns)
+
+
+def input_stamps(cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> dict[str, str]:
+    """sample id -> digest of its image file's size and mtime, its swap partner's, and the run seed
+    when the condition uses it."""
+    seed = run_seed if uses_run_seed(cell.condition) else None
+    out: dict[str, str] = {}
+    for s in cell.samples:
+        own = None if s.image is None else _file_stamp(cell.dataset.image_path(s))
+        partner = partners.get(s.sample_id)
+        other = (
+            None
+            if partner is None or partner.image is None
+            else _file_stamp(cell.dataset.image_path(partner))
+        )
+        out[s.sample_id] = fingerprint_of(own, other, seed)
+    return out
+
+
+@dataclass
+class Pending:
+    """The sample positions of a cell still to compute, and why."""
+
+    positions: list[int] = field(default_factory=list)
+    stale: int = 0  # records whose inputs changed since they were computed
+    retried: int = 0  # failed records computed again
+
+
+def pending(cell: Cell, store: Store, stamps: Mapping[str, str], retry_failed: bool) -> Pending:
+    """Positions of samples with no record, a stale record, or (when retrying) a failed one."""
+    states = store.states(cell.key)
+    out = Pending()
+    for i, s in enumerate(cell.samples):
+        state = states.get(s.sample_id)
+        if state is None:
+            out.positions.append(i)
+        elif state[0] != stamps[s.sample_id]:
+            out.positions.append(i)
+            out.stale += 1
+        elif state[1] and retry_failed:
+            out.positions.append(i)
+            out.retried += 1
+    return out

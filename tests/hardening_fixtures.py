@@ -1,0 +1,64 @@
+"""A three-image Karpathy dataset on disk and a run config over it, for the hardening tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from model_fixtures import tiny_dir
+
+
+def write_image(path: Path, seed: int, size: int = 32) -> None:
+    """A random RGB PNG (seeded), so a replaced file has different pixels."""
+    rng = np.random.default_rng(seed)
+    Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(path)
+
+
+def karpathy_dataset(root: Path, n: int = 3) -> Path:
+    """dataset_coco.json with n test images of two captions each, images under root/images."""
+    images = root / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for i in range(n):
+        write_image(images / f"im{i}.png", seed=i)
+        entries.append(
+            {
+                "filename": f"im{i}.png",
+                "imgid": i,
+                "split": "test",
+                "sentences": [
+                    {"raw": f"picture number {i}", "sentid": 2 * i},
+                    {"raw": f"a photo {i}", "sentid": 2 * i + 1},
+                ],
+            }
+        )
+    ann = root / "dataset_coco.json"
+    ann.write_text(json.dumps({"images": entries}), encoding="utf-8")
+    return ann
+
+
+def karpathy_config(
+    root: Path, *, seed: int = 0, models: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Tiny CLIP retrieval on the Karpathy dataset, clean and one seeded image perturbation."""
+    ann = root / "dataset_coco.json"
+    if not ann.exists():
+        karpathy_dataset(root)
+    return {
+        "name": "hardening",
+        "seed": seed,
+        "cache_dir": str(root / "cache"),
+        "models": models
+        or [{"name": "clip", "spec": f"hf:{tiny_dir('clip')}", "device": "cpu", "batch_size": 2}],
+        "datasets": [
+            {"name": "k3", "format": "karpathy", "annotations": str(ann), "images": str(root / "images")}
+        ],
+        "tasks": ["retrieval"],
+        "perturbations": [{"image": "gaussian_noise", "severity": 3}],
+        "scoring": {"resamples": 0},
+        "efficiency": {"enabled": False},
+    }
