@@ -150,9 +150,11 @@ def test_clevr_test_split_is_unscorable(tmp_path: Path) -> None:
 
 
 def test_vcr_modes_and_tag_rendering(tmp_path: Path) -> None:
-    ds = load(tmp_path, format="vcr", annotations=FIX / "vcr/val.jsonl", images=tmp_path)
+    # The 16-way combined prompt is the opt-in extra mode joint16 (VCR's Q->AR is q2a and qa2r both right).
+    modes = ("q2a", "qa2r", "joint16")
+    ds = load(tmp_path, format="vcr", annotations=FIX / "vcr/val.jsonl", images=tmp_path, modes=modes)
     s = by_id(ds)
-    q2a, qa2r, q2ar = s["q/val-0/q2a"], s["q/val-0/qa2r"], s["q/val-0/q2ar"]
+    q2a, qa2r, q2ar = s["q/val-0/q2a"], s["q/val-0/qa2r"], s["q/val-0/joint16"]
     assert q2a.question == "What are Casey and Riley doing with the horse 2?"
     assert q2a.choices[1] == "They are riding the horse 1." and q2a.answer_index == 1
     assert q2a.answers == ("They are riding the horse 1.",)
@@ -160,7 +162,9 @@ def test_vcr_modes_and_tag_rendering(tmp_path: Path) -> None:
     assert qa2r.choices[3] == "Riley's eyes are closed." and qa2r.answer_index == 0
     assert len(q2ar.choices) == 16 and q2ar.answer_index == 4
     assert q2ar.choices[4] == "They are riding the horse 1. Because Casey and Riley sit on horses."
-    assert {x.metadata["vcr_mode"] for x in ds.samples} == {"q2a", "qa2r", "q2ar"}
+    assert {x.metadata["vcr_mode"] for x in ds.samples} == {"q2a", "qa2r", "joint16"}
+    default = load(tmp_path, format="vcr", annotations=FIX / "vcr/val.jsonl", images=tmp_path)
+    assert {x.metadata["vcr_mode"] for x in default.samples} == {"q2a", "qa2r"}
     assert s["q/val-1/q2a"].choices[1] == "No, Casey is calm."
     assert s["q/val-1/q2a"].image == "lsmdc_1054_Harry_Potter/img@1.jpg"
 

@@ -102,9 +102,14 @@ def dry_run_plan(
     """Print the plan (cells, sample counts, protocol of each model on each task) without running a model."""
     from argus_eval.runner.dryrun import describe_plan
 
-    rows, skipped = describe_plan(configured(cfg_path, overrides))
+    rows, skipped, baselines = describe_plan(configured(cfg_path, overrides))
     if as_json:
-        sys.stdout.write(json.dumps({"cells": rows, "skipped": skipped}, indent=1, sort_keys=True) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {"cells": rows, "skipped": skipped, "blind_baselines": baselines}, indent=1, sort_keys=True
+            )
+            + "\n"
+        )
         return
     table = Table(title=f"plan of {cfg_path}")
     for col in ("model", "task", "dataset", "conditions", "samples", "protocol"):
@@ -117,3 +122,9 @@ def dry_run_plan(
     for s in skipped:
         who = f"{s.get('model', '?')} / {s.get('task', '?')}"
         console.print(f"left out: {who}: {s['reason']}", markup=False, highlight=False)
+    for b in baselines:
+        console.print(
+            f"blind baseline: {b['task']} / {b['dataset']}: {b['blind_baseline']}",
+            markup=False,
+            highlight=False,
+        )

@@ -1,5 +1,9 @@
 """The blind baseline: answer every question without its image, from training-split answers alone.
 
+A training answer is either the answer text (open-ended QA: CLEVR, VQA) or, for multiple-choice items whose
+options are written per question (VCR), the position of the right option; Dataset.train_answer_form says
+which, and the same prior rule applies to both.
+
 The prior is the most frequent training answer of the question's (family, question type); an unseen pair
 falls back to its question type (CLEVR's "Q-type mode" prior: count -> "1", exist -> "no"), then to its
 family, then to the most frequent answer overall. The most specific level comes first because a coarse
@@ -10,7 +14,7 @@ scores on test questions is what a model that never looks at the image could rea
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from argus_eval.data.types import Dataset, Sample
@@ -75,10 +79,43 @@ class BlindAnswers:
     skipped: str | None = None
 
 
+@dataclass(frozen=True)
+class AnswerForm:
+    """How a prior answer becomes an item's answer under one Dataset.train_answer_form."""
+
+    applies: Callable[[Sample], bool]
+    not_applicable: str
+    pick: Callable[[Sample, str], str]
+    rule: str
+
+
+def _option_at(sample: Sample, index: str) -> str:
+    # The training prior names a position; an item with fewer options has no answer there (scored wrong).
+    i = int(index)
+    return sample.choices[i] if 0 <= i < len(sample.choices) else ""
+
+
+FORMS: dict[str, AnswerForm] = {
+    "text": AnswerForm(
+        lambda s: not s.choices,
+        "multiple-choice items: a prior over training answers does not apply",
+        lambda s, a: a,
+        "most frequent training answer per family and question type (then broader)",
+    ),
+    "option_index": AnswerForm(
+        lambda s: bool(s.choices),
+        "open-ended items: a prior over option positions does not apply",
+        _option_at,
+        "most frequent position of the right option per family and question type (then broader)",
+    ),
+}
+
+
 def blind_answers(dataset: Dataset, samples: Sequence[Sample]) -> BlindAnswers:
     """Blind answers for samples of dataset, or a named reason why there is no blind baseline."""
-    if any(s.choices for s in samples):
-        return BlindAnswers([], {}, "multiple-choice items: a prior over training answers does not apply")
+    form = FORMS[dataset.train_answer_form]
+    if not all(form.applies(s) for s in samples):
+        return BlindAnswers([], {}, form.not_applicable)
     if dataset.train_answers_withheld is not None:
         return BlindAnswers([], {}, f"dataset {dataset.name!r}: {dataset.train_answers_withheld}")
     prior = blind_prior(dataset.train_answers)
@@ -91,6 +128,16 @@ def blind_answers(dataset: Dataset, samples: Sequence[Sample]) -> BlindAnswers:
         answer, level = prior.answer(
             None if family is None else str(family), None if qtype is None else str(qtype)
         )
-        answers.append(answer)
+        answers.append(form.pick(s, answer))
         levels[level] += 1
     return BlindAnswers(answers, levels)
+
+
+def baseline_source(dataset: Dataset) -> str:
+    """Where a dataset's blind baseline comes from, or why it has none (for the plan and the report)."""
+    if dataset.train_answers_withheld is not None:
+        return dataset.train_answers_withheld
+    if dataset.train_answers:
+        where = dataset.train_answers_source or "the format's own training split"
+        return f"{FORMS[dataset.train_answer_form].rule}, from {where}"
+    return "not available: this format reads no training split"

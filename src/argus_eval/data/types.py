@@ -68,6 +68,11 @@ class Dataset:
     train_answers: tuple[tuple[str, str, str], ...] = ()
     # Why train_answers is empty although the format has a training split (the blind baseline says so).
     train_answers_withheld: str | None = None
+    # How a training answer reads: "text" (the answer itself) or "option_index" (the position of the right
+    # option, for multiple-choice items whose options differ per question, as VCR's do).
+    train_answer_form: str = "text"
+    # Where train_answers came from (file and config key), for the plan and the report.
+    train_answers_source: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
     def image_path(self, sample: Sample) -> Path:

@@ -10,6 +10,7 @@ from argus_eval.models.presets import PRESETS
 from argus_eval.models.protocols import ModelInfo
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import expand_conditions
+from argus_eval.runner.baselines import baseline_rows
 from argus_eval.runner.config import RunConfig
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.plan import build_plan
@@ -35,8 +36,11 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
         model.close()
 
 
-def describe_plan(cfg: RunConfig) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """Rows (model, task, dataset, conditions, samples, protocol) and the pairs left out with reasons."""
+def describe_plan(
+    cfg: RunConfig,
+) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
+    """Rows (model, task, dataset, conditions, samples, protocol), the pairs left out with reasons, and the
+    blind baseline's source (or its absence) per dataset."""
     datasets = load_datasets(cfg)
     tasks = build_tasks(cfg.tasks)
     conditions = expand_conditions(cfg.perturbations)
@@ -65,4 +69,4 @@ def describe_plan(cfg: RunConfig) -> tuple[list[dict[str, Any]], list[dict[str, 
             },
         )
         row["conditions"] += 1
-    return list(rows.values()), skipped + plan.skipped
+    return list(rows.values()), skipped + plan.skipped, baseline_rows(datasets, tasks)

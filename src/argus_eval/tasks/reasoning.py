@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import string
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from argus_eval.data.blind import blind_answers
+from argus_eval.data.blind import baseline_source, blind_answers
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.metrics.vqa import exact_match, vqa_accuracy
@@ -25,7 +24,8 @@ from argus_eval.models.protocols import (
     Generator,
     Model,
 )
-from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions, mean_finish
+from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.reasoning_schemes import Scheme, accuracy_by, scheme_of
 from argus_eval.tasks.records import Record
 
 LETTERS = string.ascii_uppercase
@@ -71,6 +71,10 @@ class ReasoningTask(Task):
             for s in dataset.samples
             if s.question is not None and (s.answers or s.answer_index is not None) and s.image is not None
         ]
+
+    def baseline_source(self, dataset: Dataset) -> str | None:
+        """Where the dataset's blind baseline comes from, or why there is none; None when not evaluated."""
+        return baseline_source(dataset) if self.select(dataset) else None
 
     def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
         return [
@@ -193,16 +197,12 @@ class ReasoningTask(Task):
         kept = [s for s in samples if s.sample_id in records]
         preds = [str((records[s.sample_id].output or {}).get("answer", "")) for s in kept]
         scores = [self._score(s, a) for s, a in zip(kept, preds, strict=True)]
-        comp = np.column_stack([np.asarray(scores, dtype=np.float64), np.ones(len(kept))])
-        groups: dict[str, list[float]] = defaultdict(list)
-        for s, sc in zip(kept, scores, strict=True):
-            groups[str(s.metadata.get("family", s.metadata.get("question_type", "all")))].append(sc)
-        acc = float(np.mean(scores)) if scores else float("nan")
-        metrics = {"accuracy": acc}
-        breakdown: dict[str, Any] = {
-            "accuracy_by_family": {g: float(np.mean(v)) for g, v in sorted(groups.items())}
-        }
-        blind = self._blind_baseline(dataset, kept)
+        # The benchmark's own scoring (VCR: Q->A primary, QA->R and Q->AR beside it; else mean accuracy).
+        scheme = scheme_of(kept)
+        cell = scheme(kept, preds, scores)
+        metrics = dict(cell.metrics)
+        breakdown: dict[str, Any] = {"accuracy_by": accuracy_by(kept, scores)}
+        blind = self._blind_baseline(dataset, kept, scheme)
         breakdown["blind_baseline"] = blind
         if "score" in blind:
             metrics["blind_baseline"] = blind["score"]
@@ -214,23 +214,26 @@ class ReasoningTask(Task):
                 list(s.answers) if not s.choices or s.answer_index is None else s.choices[s.answer_index]
                 for s in kept
             ],
-            components=comp,
-            finish=mean_finish,
+            components=cell.components,
+            finish=cell.finish,
             metrics=metrics,
             breakdown=breakdown,
+            extras=cell.extras,
         )
 
-    def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample]) -> dict[str, Any]:
-        """The training-answer prior scored like the model on the same samples, or why it is skipped."""
+    def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample], scheme: Scheme) -> dict[str, Any]:
+        """The training-answer prior scored like the model (same samples and scheme), or why it is skipped."""
         blind = blind_answers(dataset, kept)
         if blind.skipped is not None or not kept:
             return {"skipped": blind.skipped or "no scored sample"}
         scores = [self._score(s, a) for s, a in zip(kept, blind.answers, strict=True)]
-        return {
-            "score": float(np.mean(scores)),
-            "answered_by": blind.levels,
-            "source": "most frequent training-split answer per family (then question type, then overall)",
-        }
+        cell = scheme(kept, blind.answers, scores)
+        out: dict[str, Any] = {"score": float(cell.finish(cell.components.sum(0)[None, :])[0])}
+        if len(cell.metrics) > 1:  # the benchmark's other official scores, blind too
+            out["metrics"] = cell.metrics
+        out["answered_by"] = blind.levels
+        out["source"] = baseline_source(dataset)
+        return out
 
 
 def _letter_to_choice(text: str, choices: Sequence[str]) -> str:

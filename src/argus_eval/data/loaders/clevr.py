@@ -27,6 +27,7 @@ from argus_eval.data.loaders._common import (
 from argus_eval.data.paths import safe_relpath
 from argus_eval.data.shapesworld.program import SKILLS, ProgramError, family_of, question_type
 from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB
+from argus_eval.data.train_split import TrainAnswers, gold_answers, train_prior
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import DatasetError
 
@@ -41,6 +42,10 @@ class ClevrOptions(DatasetOptions):
     )
     scenes: Path | None = Field(default=None, description="Overrides root/scenes/CLEVR_{split}_scenes.json")
     images: Path | None = Field(default=None, description="Overrides root/images/{split}")
+    train_questions: Path | None = Field(
+        default=None,
+        description="CLEVR_train_questions.json: the blind baseline's prior (none without it).",
+    )
 
 
 def resolve(options: ClevrOptions) -> tuple[Path, Path | None, Path]:
@@ -87,6 +92,8 @@ def question_metadata(q: dict[str, Any], program: list[Any] | None) -> dict[str,
         "template": template if isinstance(template, str) else None,
         "image_index": q.get("image_index"),
         "program": program,
+        # The benchmark's own categories for the reasoning breakdown.
+        "categories": {"family": family or "unknown", "answer_function": qtype or "unknown"},
     }
 
 
@@ -129,6 +136,16 @@ def read_clevr_questions(
     return out, unscorable
 
 
+def train_answers(path: Path, strict: bool) -> TrainAnswers:
+    """(family, answer function, answer) of every answered question of a CLEVR questions file."""
+    questions, _ = read_clevr_questions(path, "train", None, Skips(strict))
+    return tuple(
+        (str(q.metadata["family"]), str(q.metadata["question_type"]), q.answers[0])
+        for q in questions
+        if q.answers
+    )
+
+
 def load_clevr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     """Load CLEVR questions (and validate scenes when present)."""
     assert isinstance(options, ClevrOptions)
@@ -138,13 +155,26 @@ def load_clevr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     samples, unscorable = read_clevr_questions(questions, options.split, scene_ids, skips)
     samples = limit_each_kind(samples, options.limit)
     files = [questions] + ([scenes] if scenes else [])
+    prior = train_prior(
+        options.name,
+        "train_questions",
+        options.train_questions,
+        [questions],
+        lambda p: train_answers(p, options.strict),
+        gold_answers(samples, "text"),
+    )
     return Dataset(
         name=options.name,
         samples=samples,
         image_root=images,
-        fingerprint=fingerprint_of(options.model_dump(mode="json"), files=files),
+        # The training file feeds only the blind baseline, never a model's input: it stays out of the
+        # fingerprint so that adding it does not invalidate stored records.
+        fingerprint=fingerprint_of(options.model_dump(mode="json", exclude={"train_questions"}), files=files),
         skipped=skips.records,
         answer_vocab=ANSWER_VOCAB,
+        train_answers=prior.answers,
+        train_answers_withheld=prior.withheld,
+        train_answers_source=prior.source,
         info={"split": options.split, "counts": counts(samples), "unscorable": unscorable},
     )
 

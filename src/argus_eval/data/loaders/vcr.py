@@ -1,13 +1,17 @@
 """VCR v1.0 jsonl (train/val/test.jsonl, images under vcr1images/) -> multiple-choice question samples.
 
-Per annotation, up to three samples (metadata["vcr_mode"]):
-  q2a   "q/<annot_id>/q2a":  question, choices = the 4 answers, answer_index = answer_label;
-  qa2r  "q/<annot_id>/qa2r": question + correct answer, choices = the 4 rationales, index = rationale_label;
-  q2ar  "q/<annot_id>/q2ar": question, 16 choices "<answer> Because <rationale>", index = 4*answer + rationale
-        (Q->AR is also computable as q2a and qa2r both correct; metadata["pair"] names both samples).
+Per annotation, one sample per mode (metadata["vcr_mode"]), q2a and qa2r by default:
+  q2a     "q/<annot_id>/q2a":  question, choices = the 4 answers, answer_index = answer_label;
+  qa2r    "q/<annot_id>/qa2r": question + correct answer, choices = the 4 rationales, index = rationale_label;
+  joint16 "q/<annot_id>/joint16" (opt-in): question, 16 choices "<answer> Because <rationale>",
+          index = 4*answer + rationale. An extra prompt only: VCR's Q->AR is q2a and qa2r both right
+          (metadata["pair"] names both samples), which the reasoning task scores per annotation.
 Object tags ([0, 1] in token lists) are rendered consistently within one annotation: people get gender-neutral
 names (as r2c does), other objects "the <label> <k>" numbered by their order among objects of that label.
-Test lines carry no labels: only q2a loads, with metadata["unscorable"] = True.
+Test lines carry no labels: only q2a loads, with metadata["unscorable"] = True. A line without exactly four
+answer (or rationale) choices, or with a label outside 0..3, is a counted skip naming the line.
+The blind baseline's prior comes from train_annotations (train.jsonl): the most frequent right option
+position per mode, as VCR's options are written per question.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pydantic import Field
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import Ids, Skips, counts, iter_jsonl, limit_each_kind, need
 from argus_eval.data.paths import safe_relpath
+from argus_eval.data.train_split import TrainAnswers, gold_answers, train_prior
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import DatasetError
 
@@ -47,7 +52,11 @@ NAMES = (
     "Taylor",
     "Robin",
 )
-MODES = ("q2a", "qa2r", "q2ar")
+MODES = ("q2a", "qa2r", "joint16")
+DEFAULT_MODES = ("q2a", "qa2r")
+N_CHOICES = 4  # VCR's adversarial matching gives every question four answers and four rationales
+# Read by the reasoning task: score this dataset's items per mode (Q->A primary, QA->R, Q->AR per annotation).
+SCORING = "vcr"
 
 
 class VcrOptions(DatasetOptions):
@@ -55,7 +64,13 @@ class VcrOptions(DatasetOptions):
 
     annotations: Path = Field(description="train.jsonl, val.jsonl or test.jsonl")
     images: Path = Field(description="vcr1images folder (img_fn is relative to it)")
-    modes: tuple[str, ...] = Field(default=MODES, description="Any of q2a, qa2r, q2ar.")
+    modes: tuple[str, ...] = Field(
+        default=DEFAULT_MODES,
+        description="Any of q2a, qa2r (VCR's Q->A and QA->R; Q->AR needs both) and joint16 (16-way extra).",
+    )
+    train_annotations: Path | None = Field(
+        default=None, description="train.jsonl: the blind baseline's prior (none without it)."
+    )
 
 
 def object_names(objects: list[str]) -> list[str]:
@@ -92,10 +107,31 @@ def render_tokens(tokens: list[Any], names: list[str], path: Path, label: str) -
     return text[:1].upper() + text[1:]
 
 
+def line_problem(rec: dict[str, Any], path: Path, label: str) -> str | None:
+    """Why a line cannot be scored as VCR defines it (choice counts, label range), or None."""
+    for key in ("answer_choices", "rationale_choices"):
+        if key in rec or key == "answer_choices":
+            n = len(need(rec, key, list, path, label))
+            if n != N_CHOICES:
+                return f"{key} has {n} entries, VCR has {N_CHOICES}"
+    for key in ("answer_label", "rationale_label"):
+        value = rec.get(key)
+        if value is not None and not (0 <= need(rec, key, int, path, label) < N_CHOICES):
+            return f"{key} {value} is outside 0..{N_CHOICES - 1}"
+    return None
+
+
+def labels(rec: dict[str, Any], path: Path, label: str) -> dict[str, int]:
+    """The right option's index per mode of a labelled line."""
+    a = need(rec, "answer_label", int, path, label)
+    r = need(rec, "rationale_label", int, path, label)
+    return {"q2a": a, "qa2r": r, "joint16": a * N_CHOICES + r}
+
+
 def vcr_samples(
     rec: dict[str, Any], path: Path, label: str, modes: tuple[str, ...], image: str
 ) -> list[Sample]:
-    """The samples of one annotation line."""
+    """The samples of one annotation line (already checked by line_problem)."""
     names = object_names(need(rec, "objects", list, path, label))
     aid = rec.get("annot_id", label)
     question = render_tokens(need(rec, "question", list, path, label), names, path, f"{label}.question")
@@ -110,33 +146,28 @@ def vcr_samples(
         "metadata_fn": rec.get("metadata_fn"),
         "objects": rec["objects"],
         "family": "vcr",
+        "scoring": SCORING,
     }
-    a_label = rec.get("answer_label")
-    if a_label is None:
+    if rec.get("answer_label") is None:
         meta = {**base, "vcr_mode": "q2a", "question_type": "q2a", "unscorable": True}
+        meta["categories"] = {"mode": "q2a"}
         return [Sample(f"q/{aid}/q2a", image, question=question, choices=tuple(answers), metadata=meta)]
-    a_label = need(rec, "answer_label", int, path, label)
-    r_label = need(rec, "rationale_label", int, path, label)
+    right = labels(rec, path, label)
     rationales = [
         render_tokens(r, names, path, f"{label}.rationale_choices[{i}]")
         for i, r in enumerate(need(rec, "rationale_choices", list, path, label))
     ]
-    if not (0 <= a_label < len(answers) and 0 <= r_label < len(rationales)):
-        raise DatasetError(f"{path}: {label}: answer_label/rationale_label out of range")
     pair = [f"q/{aid}/q2a", f"q/{aid}/qa2r"]
     built = {
-        "q2a": (question, answers, a_label),
-        "qa2r": (f"{question} {answers[a_label]}", rationales, r_label),
-        "q2ar": (
-            question,
-            [f"{a} Because {r}" for a in answers for r in rationales],
-            a_label * len(rationales) + r_label,
-        ),
+        "q2a": (question, answers),
+        "qa2r": (f"{question} {answers[right['q2a']]}", rationales),
+        "joint16": (question, [f"{a} Because {r}" for a in answers for r in rationales]),
     }
     out = []
     for mode in modes:
-        q, choices, idx = built[mode]
-        meta = {**base, "vcr_mode": mode, "question_type": mode, "pair": pair}
+        q, choices = built[mode]
+        idx = right[mode]
+        meta = {**base, "vcr_mode": mode, "question_type": mode, "pair": pair, "categories": {"mode": mode}}
         out.append(
             Sample(
                 f"q/{aid}/{mode}",
@@ -151,12 +182,44 @@ def vcr_samples(
     return out
 
 
-def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
-    """Stream a VCR jsonl file into question samples."""
-    assert isinstance(options, VcrOptions)
+def check_modes(options: VcrOptions) -> None:
+    """DatasetError naming the key when a mode is unknown (or the retired 16-way name q2ar)."""
+    if "q2ar" in options.modes:
+        raise DatasetError(
+            f"dataset {options.name!r}, key modes: 'q2ar' is not a mode: VCR's Q->AR is q2a and qa2r both "
+            "right, reported whenever both load; the 16-way combined choice is the extra mode 'joint16'"
+        )
     bad = [m for m in options.modes if m not in MODES]
     if bad:
         raise DatasetError(f"dataset {options.name!r}: unknown VCR modes {bad}; valid: {list(MODES)}")
+    if "q2a" not in options.modes:
+        raise DatasetError(
+            f"dataset {options.name!r}, key modes: add 'q2a' (Q->A is VCR's primary score)"
+        )
+
+
+def read_train_answers(path: Path, modes: tuple[str, ...], strict: bool) -> TrainAnswers:
+    """("vcr", mode, right option index) per labelled line and mode of a VCR jsonl file."""
+    skips = Skips(strict)
+    out: list[tuple[str, str, str]] = []
+    for lineno, rec in iter_jsonl(path, "VCR training annotations"):
+        label = f"line {lineno}"
+        if not isinstance(rec, dict):
+            raise DatasetError(f"{path}: {label} must be a JSON object")
+        problem = line_problem(rec, path, label)
+        if problem is not None:
+            skips.add(path, label, problem)
+            continue
+        if rec.get("answer_label") is not None:
+            right = labels(rec, path, label)
+            out.extend(("vcr", m, str(right[m])) for m in modes)
+    return tuple(out)
+
+
+def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
+    """Stream a VCR jsonl file into question samples."""
+    assert isinstance(options, VcrOptions)
+    check_modes(options)
     path = options.annotations
     ids = Ids(path, "annot_id")
     skips = Skips(options.strict)
@@ -167,14 +230,33 @@ def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             raise DatasetError(f"{path}: {label} must be a JSON object")
         ids.add(rec.get("annot_id", lineno), label)
         image = safe_relpath(need(rec, "img_fn", str, path, label), source=path, record=label, field="img_fn")
+        problem = line_problem(rec, path, label)
+        if problem is not None:
+            skips.add(path, f"{label} (annot_id {rec.get('annot_id')!r})", problem)
+            continue
         samples.extend(vcr_samples(rec, path, label, options.modes, image))
     samples = limit_each_kind(samples, options.limit)
+    prior = train_prior(
+        options.name,
+        "train_annotations",
+        options.train_annotations,
+        [path],
+        lambda p: read_train_answers(p, options.modes, options.strict),
+        gold_answers(samples, "option_index"),
+    )
     return Dataset(
         name=options.name,
         samples=samples,
         image_root=options.images,
-        fingerprint=fingerprint_of(options.model_dump(mode="json"), files=[path]),
+        # The training file feeds only the blind baseline: kept out so adding it keeps stored records valid.
+        fingerprint=fingerprint_of(
+            options.model_dump(mode="json", exclude={"train_annotations"}), files=[path]
+        ),
         skipped=skips.records,
+        train_answers=prior.answers,
+        train_answers_withheld=prior.withheld,
+        train_answers_source=prior.source,
+        train_answer_form="option_index",
         info={
             "counts": counts(samples),
             "unscorable": sum(1 for s in samples if s.metadata.get("unscorable")),
@@ -182,4 +264,8 @@ def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     )
 
 
-SPEC = FormatSpec(options=VcrOptions, load=load_vcr, description="VCR v1.0 jsonl: Q->A, QA->R, Q->AR choices")
+SPEC = FormatSpec(
+    options=VcrOptions,
+    load=load_vcr,
+    description="VCR v1.0 jsonl: Q->A and QA->R choices, Q->AR per annotation",
+)

@@ -25,6 +25,7 @@ from argus_eval.data.loaders._common import (
     section,
 )
 from argus_eval.data.paths import safe_relpath
+from argus_eval.data.train_split import TrainAnswers, gold_answers, train_prior
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 
 
@@ -35,6 +36,10 @@ class VqaOptions(DatasetOptions):
     annotations: Path | None = Field(default=None, description="v2_mscoco_{split}_annotations.json")
     images: Path = Field(description="Folder of the COCO images (e.g. val2014/)")
     image_pattern: str = Field(default="COCO_{data_subtype}_{image_id:012d}.jpg")
+    train_annotations: Path | None = Field(
+        default=None,
+        description="v2_mscoco_train2014_annotations.json: the blind baseline's prior (none without it).",
+    )
 
 
 def read_annotations(path: Path) -> dict[int, dict[str, Any]]:
@@ -50,6 +55,24 @@ def read_annotations(path: Path) -> dict[int, dict[str, Any]]:
         a["_answers"] = [need(x, "answer", str, path, f"{label}.answers[{j}]") for j, x in enumerate(answers)]
         out[qid] = a
     return out
+
+
+def train_answers(path: Path) -> TrainAnswers:
+    """(answer type, question type, multiple_choice_answer) of every question of a VQA annotations file.
+
+    The annotations alone carry all three (question_type is the question's opening words), so the training
+    questions file is not needed for the prior."""
+    out = []
+    for qid, a in read_annotations(path).items():
+        label = f"annotation of question_id {qid}"
+        out.append(
+            (
+                need(a, "answer_type", str, path, label),
+                need(a, "question_type", str, path, label),
+                need(a, "multiple_choice_answer", str, path, label),
+            )
+        )
+    return tuple(out)
 
 
 def load_vqa(options: DatasetOptions, ctx: LoadContext) -> Dataset:
@@ -94,17 +117,34 @@ def load_vqa(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             meta |= {
                 "question_type": a.get("question_type"),
                 "family": a.get("answer_type"),
+                "answer_type": a.get("answer_type"),
                 "multiple_choice_answer": a.get("multiple_choice_answer"),
+                # The official evaluation's breakdown: yes/no, number, other.
+                "categories": {"answer_type": a.get("answer_type") or "unknown"},
             }
         samples.append(Sample(f"q/{qid}", image, question=text, answers=answers, metadata=meta))
     samples = limit_each_kind(samples, options.limit)
     files = [path] + ([options.annotations] if options.annotations else [])
+    prior = train_prior(
+        options.name,
+        "train_annotations",
+        options.train_annotations,
+        files,
+        train_answers,
+        gold_answers(samples, "text"),
+    )
     return Dataset(
         name=options.name,
         samples=samples,
         image_root=options.images,
-        fingerprint=fingerprint_of(options.model_dump(mode="json"), files=files),
+        # The training file feeds only the blind baseline: kept out so adding it keeps stored records valid.
+        fingerprint=fingerprint_of(
+            options.model_dump(mode="json", exclude={"train_annotations"}), files=files
+        ),
         skipped=skips.records,
+        train_answers=prior.answers,
+        train_answers_withheld=prior.withheld,
+        train_answers_source=prior.source,
         info={"counts": counts(samples)},
     )
 
