@@ -52,6 +52,8 @@ class VLMAdapter(HFAdapterBase):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.max_new_tokens_cap = req.cfg.max_new_tokens
         self._keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._continuations: dict[tuple[str, str], list[int] | None] = {}
+        self._context_ids: dict[str, list[int]] = {}
         self._prefix = PrefixScorer(self.model, self._encode, self.tokenizer.pad_token_id, self.batch_size)
 
     def _chat(self, prompt: str) -> str:
@@ -112,6 +114,19 @@ class VLMAdapter(HFAdapterBase):
         ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return ids
 
+    def _continuation(self, context: str, text: str) -> list[int] | None:
+        """continuation_ids, memoised: a gallery's texts recur for every image and every condition."""
+        key = (context, text)
+        if key not in self._continuations:
+            if len(self._continuations) > 500_000:
+                self._continuations.clear()
+            if context not in self._context_ids:
+                self._context_ids[context] = self._tokenize(context)
+            self._continuations[key] = continuation_ids(
+                self._tokenize, context, text, self._context_ids[context]
+            )
+        return self._continuations[key]
+
     @torch.inference_mode()
     def _cached_logprobs(
         self, images: Sequence[ImageArray], contexts: Sequence[str], conts: Sequence[str]
@@ -124,7 +139,7 @@ class VLMAdapter(HFAdapterBase):
         counts = np.zeros(n, dtype=np.int64)
         full_path: list[int] = []
         for (_, ctx), items in group_items(images, contexts).items():
-            ids = [continuation_ids(self._tokenize, ctx, conts[i]) for i in items]
+            ids = [self._continuation(ctx, conts[i]) for i in items]
             cached = [(i, t) for i, t in zip(items, ids, strict=True) if t is not None]
             if len(cached) < 2:
                 full_path.extend(items)

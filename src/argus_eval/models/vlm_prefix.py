@@ -58,12 +58,15 @@ def group_items(images: Sequence[ImageArray], contexts: Sequence[str]) -> dict[t
     return groups
 
 
-def continuation_ids(tokenize: Tokenize, context: str, text: str) -> list[int] | None:
+def continuation_ids(
+    tokenize: Tokenize, context: str, text: str, context_ids: list[int] | None = None
+) -> list[int] | None:
     """The text's tokens as the full-sequence path scores them: the last len(ctx+text) - len(ctx) tokens.
 
     None when tokenising ctx+text changes the context's own tokens (a merge across the boundary): the
     prefix cache would then hold other tokens than the full pass, so the caller scores it the full way."""
-    full, ctx = tokenize(context + text), tokenize(context)
+    full = tokenize(context + text)
+    ctx = tokenize(context) if context_ids is None else context_ids
     k = len(full) - len(ctx)
     if k <= 0:
         return []
@@ -81,6 +84,7 @@ class PrefixScorer:
         self.pad_id = pad_id
         self.batch_size = batch_size
         self.forward_calls = 0
+        self.rows_per_item = 2  # continuations are short: twice the configured rows per pass
         self._rope_index = getattr(getattr(model, "model", model), "get_rope_index", None)
 
     def _next_position(self, enc: dict[str, Any]) -> int:
@@ -102,11 +106,15 @@ class PrefixScorer:
         return Prefix(cache, last, int(enc["attention_mask"].shape[1]), self._next_position(enc))
 
     def score(self, prefix: Prefix, conts: Sequence[list[int]]) -> NDArray[np.float64]:
-        """Summed log-probability of each continuation (token ids) after the prefix."""
+        """Summed log-probability of each continuation (token ids) after the prefix.
+
+        Batched in length order, so a batch pads little; a row's score does not depend on its batch."""
         sums = np.zeros(len(conts), dtype=np.float64)
-        for start in range(0, len(conts), self.batch_size):
-            part = conts[start : start + self.batch_size]
-            sums[start : start + len(part)] = self._score_batch(prefix, part)
+        order = sorted(range(len(conts)), key=lambda i: len(conts[i]))
+        rows = self.batch_size * self.rows_per_item
+        for start in range(0, len(order), rows):
+            part = order[start : start + rows]
+            sums[part] = self._score_batch(prefix, [conts[i] for i in part])
         return sums
 
     def _score_batch(self, prefix: Prefix, conts: Sequence[list[int]]) -> NDArray[np.float64]:

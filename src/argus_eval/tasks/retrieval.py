@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,8 +11,16 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from argus_eval.data.types import Dataset, Sample
-from argus_eval.metrics.retrieval import mean_rank, median_rank, recall_at_k, retrieval_ranks
-from argus_eval.models.protocols import EMBED, SCORE_PAIRS, Embedder, Model, PairScorer
+from argus_eval.errors import CapabilityError
+from argus_eval.metrics.retrieval import (
+    chance_recall_at_k,
+    mean_rank,
+    median_rank,
+    recall_at_k,
+    retrieval_ranks,
+)
+from argus_eval.models.protocols import EMBED, POOL, SCORE_PAIRS, Embedder, Model, ModelInfo, PairScorer
+from argus_eval.tasks import retrieval_stages as stages
 from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
 from argus_eval.tasks.records import Record
 
@@ -21,6 +30,16 @@ class RetrievalOptions(TaskOptions):
     ks: tuple[int, ...] = Field(default=(1, 5, 10), description="Recall cut-offs averaged into the score.")
     directions: tuple[str, ...] = Field(
         default=("i2t", "t2i"), description="Directions averaged into the primary score."
+    )
+    shortlist: Annotated[int, Field(ge=1)] | Literal["all"] | None = Field(
+        default=None,
+        description="Pair-scoring models: re-rank only each image's top k texts of the first stage "
+        "(images x k pair scores instead of images x texts); 'all' scores every pair; unset: exhaustive.",
+    )
+    first_stage: str = Field(
+        default=stages.SELF,
+        description="What shortlists for `shortlist`: 'self' (the model's own pooled vectors) or the spec "
+        "of a model that embeds (e.g. zoo:clip).",
     )
 
 
@@ -38,22 +57,56 @@ class RetrievalTask(Task):
     def select(self, dataset: Dataset) -> list[Sample]:
         return [s for s in dataset.samples if s.texts and s.image is not None and s.question is None]
 
+    def __init__(self, options: RetrievalOptions | None = None) -> None:
+        super().__init__(options)
+        self._text_vectors: dict[str, NDArray[np.float32]] = {}
+
     def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
-        return [
-            ("embed", frozenset({EMBED}), True, "cosine similarity of image and text embeddings"),
-            ("score-pairs", frozenset({SCORE_PAIRS}), False,
-             "every image scored against every text of the split with the model's pair score "
-             "(images x texts model calls: for small galleries)"),
-        ]  # fmt: skip
+        embed = ("embed", frozenset({EMBED}), True, "cosine similarity of image and text embeddings")
+        k, first = self.options.shortlist, self.options.first_stage
+        if k is None:
+            return [embed, ("score-pairs", frozenset({SCORE_PAIRS}), False,
+                    "every image scored against every text of the split with the model's pair score "
+                    "(images x texts model calls: for small galleries)")]  # fmt: skip
+        if first != stages.SELF:
+            stages.named_first_stage(first)  # cannot embed: a ConfigError now, before any model call
+        needs = frozenset({SCORE_PAIRS, POOL}) if first == stages.SELF else frozenset({SCORE_PAIRS})
+        return [embed, (stages.protocol_name(k, first), needs, False,
+                f"the top {k} texts of each image by the first stage ({first}) re-ranked by the model's "
+                "pair score, the rest after them (images x k model calls)")]  # fmt: skip
+
+    def choose_protocol(self, info: ModelInfo) -> ProtocolChoice:
+        """As Task's, but a pair scorer without pooled vectors under first_stage 'self' is told the fix."""
+        try:
+            return super().choose_protocol(info)
+        except CapabilityError:
+            if self.options.shortlist is None or SCORE_PAIRS not in info.capabilities:
+                raise
+            raise CapabilityError(
+                f"model {info.name!r} scores pairs but has no pooled vectors for the retrieval option "
+                f"first_stage={self.options.first_stage!r}; name a model that embeds (first_stage: zoo:clip)"
+            ) from None
 
     def needs_gallery(self, protocol: ProtocolChoice) -> bool:
-        return protocol.name == "score-pairs"
+        return protocol.name != "embed"
+
+    def model_calls(self, protocol: ProtocolChoice, samples: Sequence[Sample]) -> int:
+        """Images plus texts embedded; every (image, text) pair; or images x k pairs plus the first stage."""
+        n_img, n_txt = len(samples), sum(len(s.texts) for s in samples)
+        if protocol.name == "embed":
+            return n_img + n_txt
+        if protocol.name == "score-pairs":
+            return n_img * n_txt
+        k, _ = stages.effective_k(self.options.shortlist or "all", n_txt)
+        return n_img * k + n_img + n_txt
 
     def infer(
         self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
         if protocol.name == "score-pairs":
             return self._infer_pairs(model, batch)
+        if protocol.name != "embed":
+            return self._infer_two_stage(model, batch)
         assert isinstance(model, Embedder)
         images = [p.image for p in batch if p.image is not None]
         img_emb = model.embed_images(images)
@@ -86,6 +139,33 @@ class RetrievalTask(Task):
             for i, p in enumerate(batch)
         ]
 
+    def _infer_two_stage(self, model: Model, batch: Sequence[Prepared]) -> list[Record]:
+        """Shortlist each image's top k gallery texts by the first stage; pair-score only those."""
+        assert isinstance(model, PairScorer)
+        first = stages.resolve_first_stage(self.options.first_stage, model)
+        gallery = list(batch[0].gallery)
+        k, note = stages.effective_k(self.options.shortlist or "all", len(gallery))
+        key = stages.gallery_key(f"{model.info.fingerprint}|{first.name}", gallery)
+        if key not in self._text_vectors:  # once per gallery, not once per batch or condition
+            if len(self._text_vectors) > 16:
+                self._text_vectors.clear()
+            self._text_vectors[key] = first.texts(gallery)
+        images = [p.image for p in batch if p.image is not None]
+        sims = (first.images(images) @ self._text_vectors[key].T).astype(np.float32)
+        top = stages.shortlist(sims, k)
+        flat = model.score_pairs(
+            [im for im in images for _ in range(k)], [gallery[j] for row in top for j in row]
+        )
+        out: list[Record] = []
+        for i, p in enumerate(batch):
+            row = np.full(len(gallery), np.nan, dtype=np.float32)
+            row[top[i]] = flat[i * k : (i + 1) * k]
+            output: dict[str, object] = {"n_texts": len(p.texts), "shortlist": k}
+            if note:
+                output["note"] = note
+            out.append(Record(p.sample.sample_id, output, {"scores": row, "first": sims[i]}))
+        return out
+
     def _similarity(
         self, samples: Sequence[Sample], kept: Sequence[Sample], records: Mapping[str, Record]
     ) -> NDArray[np.float32]:
@@ -101,6 +181,9 @@ class RetrievalTask(Task):
         owners = [s.sample_id for s in samples for _ in s.texts]
         cols = [j for j, sid in enumerate(owners) if sid in keep]
         rows = np.stack([records[s.sample_id].arrays["scores"] for s in kept]).astype(np.float32)
+        if "first" in first:  # two-stage: unscored texts rank after the shortlist, in first-stage order
+            firsts = np.stack([records[s.sample_id].arrays["first"] for s in kept]).astype(np.float32)
+            return np.ascontiguousarray(stages.combine(rows[:, cols], firsts[:, cols]))
         return np.ascontiguousarray(rows[:, cols])
 
     def finalize(
@@ -135,6 +218,13 @@ class RetrievalTask(Task):
                 "t2i_median_rank": median_rank(r_txt),
             }
         )
+        breakdown: dict[str, object] = {}
+        if protocol.name not in ("embed", "score-pairs"):  # two-stage: k and first stage in every result
+            out = records[kept[0].sample_id].output or {}
+            breakdown = {"first_stage": self.options.first_stage, "shortlist_k": out.get("shortlist")}
+            metrics["shortlist_k"] = float(out.get("shortlist", 0))
+            if out.get("note"):
+                breakdown["note"] = out["note"]
         top_text = np.argmax(sim, axis=1)
         flat_texts = [t for s in kept for t in s.texts]
         per_sample = comp[:, : len(ks)].mean(axis=1)
@@ -146,7 +236,17 @@ class RetrievalTask(Task):
             components=comp,
             finish=finish,
             metrics={k: float(v) for k, v in metrics.items()},
+            breakdown=breakdown,
+            chance=_chance(positives, ks, self.options.directions),
+            chance_basis="expected recall of a uniformly random ranking under the same truth",
         )
+
+
+def _chance(positives: sp.csr_matrix, ks: Sequence[int], directions: Sequence[str]) -> float:
+    """The primary score of a uniformly random ranking: chance recall averaged like the primary."""
+    truth = {"i2t": positives.T.tocsr(), "t2i": positives}
+    parts = [chance_recall_at_k(truth[d], k) for d in ("i2t", "t2i") if d in directions for k in ks]
+    return float(np.mean(parts))
 
 
 def _positives(
