@@ -98,3 +98,37 @@ def test_gallery_clips_long_text(tmp_path: Path) -> None:
     it = build_gallery(path).items[0]
     assert len(it["prediction"]) == 600 and it["prediction"].endswith("…")
     assert it["reference"][-1] == "(+4 more)" and len(it["reference"]) == 6
+
+
+def test_perturbed_sample_shows_the_image_the_model_saw_beside_the_clean_one(tmp_path: Path) -> None:
+    import numpy as np
+
+    from argus_eval.data.images import load_image
+    from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
+
+    img = _img(tmp_path / "a.png", (120, 60, 200), size=(64, 48))
+    recs = [
+        _rec("m", "s1", 0.0, condition="image:fog@5", image_path=str(img)),
+        _rec("m", "s1", 0.2, condition="clean", image_path=str(img)),
+    ]
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    g = build_gallery(path, per_cell=3, thumb_px=64, run_seed=7)
+    by_cond = {it["condition"]: it for it in g.items}
+    pert, clean = by_cond["image:fog@5"], by_cond["clean"]
+    assert clean["thumb_perturbed"] is None and pert["thumb"] == clean["thumb"]
+    assert pert["thumb_perturbed"] is not None and pert["thumb_perturbed"] != pert["thumb"]
+
+    def pixels(uri: str) -> np.ndarray:
+        data = base64.b64decode(uri.split(",", 1)[1])
+        return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.float64)
+
+    # an independent rebuild with the run's seed derivation gives the same picture (JPEG noise aside)
+    cond = Condition.parse("image:fog@5")
+    expected = apply_image(cond, load_image(img, "s1"), derive_seed(7, "s1", cond.id))
+    shown = pixels(g.thumbnails[pert["thumb_perturbed"]])
+    assert shown.shape == expected.shape
+    assert np.abs(shown - expected).mean() < 12.0
+    assert np.abs(pixels(g.thumbnails[pert["thumb"]]) - expected).mean() > 2 * np.abs(shown - expected).mean()
+    # without the run seed, the gallery cannot rebuild the perturbation and says so on the page
+    assert build_gallery(path, per_cell=3, thumb_px=64).items[0]["thumb_perturbed"] is None

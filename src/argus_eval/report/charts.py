@@ -297,7 +297,8 @@ def _efficiency_chart(
             "y": [y for _, y in pts],
             "mode": "markers+text",
             "text": [esc(n) for n in names],
-            "textposition": "top center",
+            # alternate label sides so that neighbouring models do not print on top of each other
+            "textposition": ["top center" if i % 2 == 0 else "bottom center" for i in range(len(names))],
             "name": "measured",
             "marker": {"size": 11, "color": [_color(list(results["models"]).index(n)) for n in names]},
             "hovertemplate": "%{text}<br>" + esc(label) + " %{x:.3g}<br>P %{y:.3f}<extra></extra>",
@@ -313,27 +314,7 @@ def _efficiency_chart(
         },
     ]
     if field == "latency_ms_p50":
-        est_x, est_y, est_t = [], [], []
-        for name in names:
-            for q in (profiles[name] or {}).get("projections") or []:
-                if q.get("latency_ms") is not None:
-                    est_x.append(float(q["latency_ms"]))
-                    est_y.append(float(results["models"][name]["P"]))
-                    est_t.append(esc(f"{name} on {q.get('device')} (estimate)"))
-        if est_x:
-            data.append(
-                {
-                    "type": "scatter",
-                    "x": est_x,
-                    "y": est_y,
-                    "mode": "markers+text",
-                    "text": est_t,
-                    "textposition": "bottom center",
-                    "name": "device projection (estimate)",
-                    "marker": {"size": 11, "symbol": "circle-open", "color": "#888"},
-                    "hovertemplate": "%{text}<br>~%{x:.3g} ms (roofline estimate)<extra></extra>",
-                }
-            )
+        data += _projection_traces(results, names, profiles)
     layout = _layout(
         f"Capability against {label}",
         xaxis={"title": {"text": label + (" (log)" if log else "")}, "type": "log" if log else "linear"},
@@ -345,9 +326,46 @@ def _efficiency_chart(
         cid,
         "efficiency",
         "Dashed: the Pareto front (no other model is both cheaper and better). "
-        "Open markers are roofline projections onto other devices: estimates, not measurements.",
+        "Open markers are roofline projections onto other devices (one marker shape per device, named in "
+        "the legend and on hover): estimates, not measurements.",
         {"data": data, "layout": layout},
     )
+
+
+_PROJECTION_SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "x-thin-open")
+
+
+def _projection_traces(
+    results: Mapping[str, Any], names: list[str], profiles: Mapping[str, Mapping[str, Any] | None]
+) -> list[dict[str, Any]]:
+    """One unlabelled trace per device (its name in the legend and on hover): several devices share a
+    model's P, so text labels at the same height would pile on top of each other."""
+    by_device: dict[str, tuple[list[float], list[float], list[str]]] = {}
+    for name in names:
+        for q in (profiles[name] or {}).get("projections") or []:
+            if q.get("latency_ms") is None:
+                continue
+            xs, ys, ts = by_device.setdefault(str(q.get("device")), ([], [], []))
+            xs.append(float(q["latency_ms"]))
+            ys.append(float(results["models"][name]["P"]))
+            ts.append(esc(f"{name} on {q.get('device')} (estimate)"))
+    return [
+        {
+            "type": "scatter",
+            "x": xs,
+            "y": ys,
+            "mode": "markers",
+            "text": ts,
+            "name": esc(f"projection: {device} (estimate)"),
+            "marker": {
+                "size": 10,
+                "symbol": _PROJECTION_SYMBOLS[i % len(_PROJECTION_SYMBOLS)],
+                "color": "#888",
+            },
+            "hovertemplate": "%{text}<br>~%{x:.3g} ms (roofline estimate)<extra></extra>",
+        }
+        for i, (device, (xs, ys, ts)) in enumerate(sorted(by_device.items()))
+    ]
 
 
 def efficiency_charts(results: Mapping[str, Any]) -> list[Chart]:

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from argus_eval.data.images import load_image
+from argus_eval.errors import ArgusError
+from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
 from argus_eval.report.samples import CellKey, cell_key, iter_samples
 
 MAX_TEXT = 600  # characters of a question, prediction or reference shown in the gallery
@@ -124,23 +128,57 @@ def _image_file(rec: dict[str, Any], run_dir: Path) -> Path | None:
     return None
 
 
+def perturbed_thumbnail(
+    path: Path, condition: str, sample_id: str, run_seed: int, max_side: int
+) -> str | None:
+    """The image exactly as the model saw it under an image condition (same seed derivation as the run),
+    as a small JPEG data URI; None when it cannot be rebuilt."""
+    try:
+        cond = Condition.parse(condition)
+        image = load_image(path, sample_id)
+        seed = derive_seed(run_seed, sample_id, cond.id)
+        im = Image.fromarray(np.ascontiguousarray(apply_image(cond, image, seed)))
+        im.thumbnail((max_side, max_side))
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=70, optimize=True)
+    except (ArgusError, OSError, ValueError):
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
 def build_gallery(
-    samples_path: Path, per_cell: int = 3, max_total: int = 400, thumb_px: int = 128
+    samples_path: Path,
+    per_cell: int = 3,
+    max_total: int = 400,
+    thumb_px: int = 128,
+    run_seed: int | None = None,
 ) -> Gallery:
-    """The gallery of a run: worst samples per cell, capped, with deduplicated thumbnails."""
+    """The gallery of a run: worst samples per cell, capped, with deduplicated thumbnails. With the run
+    seed, an item under an image perturbation also carries the perturbed image (thumb_perturbed)."""
     kept, total, candidates = select_worst(iter_samples(samples_path), per_cell)
     g = Gallery(total_samples=total, candidates=candidates)
-    thumb_ids: dict[Path, str | None] = {}
+    thumb_ids: dict[tuple[Path, str], str | None] = {}
+
+    def thumb_id(img: Path, condition: str, sample_id: str) -> str | None:
+        key = (img, condition if condition != "clean" else "")
+        if key not in thumb_ids:
+            if key[1]:
+                uri = perturbed_thumbnail(img, condition, sample_id, int(run_seed or 0), thumb_px)
+            else:
+                uri = thumbnail(img, thumb_px)
+            thumb_ids[key] = None if uri is None else f"t{len(g.thumbnails)}"
+            if uri is not None:
+                g.thumbnails[f"t{len(g.thumbnails)}"] = uri
+        return thumb_ids[key]
+
     for rec in _round_robin(kept, max_total):
         img = _image_file(rec, samples_path.parent)
         tid: str | None = None
+        perturbed: str | None = None
         if img is not None:
-            if img not in thumb_ids:
-                uri = thumbnail(img, thumb_px)
-                thumb_ids[img] = None if uri is None else f"t{len(g.thumbnails)}"
-                if uri is not None:
-                    g.thumbnails[f"t{len(g.thumbnails)}"] = uri
-            tid = thumb_ids[img]
+            tid = thumb_id(img, "clean", rec["sample_id"])
+            if run_seed is not None and str(rec["condition"]).startswith("image:"):
+                perturbed = thumb_id(img, str(rec["condition"]), rec["sample_id"])
         if tid is None and (rec.get("image") or rec.get("image_path")):
             g.missing_images += 1
         score = rec.get("score")
@@ -158,6 +196,7 @@ def build_gallery(
                 "reference": _reference(rec.get("reference")),
                 "error": _clip(rec.get("error")),
                 "thumb": tid,
+                "thumb_perturbed": perturbed,
             }
         )
     return g

@@ -46,6 +46,7 @@ td[title]:not(.undef){cursor:help}
 #gallery-items{max-height:1400px;overflow-y:auto;display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:.8em;margin-top:.8em}
 .card{display:flex;gap:.7em;background:#fff;border:1px solid #ddd;padding:.5em}
 .thumb{width:128px;height:auto;flex:none;object-fit:contain}
+.pics{display:flex;gap:.3em;flex:none}.pic{margin:0;text-align:center}.pic figcaption{font-size:.75em}
 .nothumb{height:96px;background:#eee;color:#888;display:flex;align-items:center;justify-content:center}
 .cardtext{font-size:.85em;min-width:0}.cardhead{font-weight:600}
 .score{color:#a33}.label{color:#777}.value{white-space:pre-wrap;overflow-wrap:anywhere}
@@ -179,7 +180,15 @@ def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOpt
     """The whole page as one string."""
     opts = options or HtmlOptions()
     charts = ch.all_charts(results)
-    gallery = build_gallery(samples_path, opts.gallery_per_cell, opts.gallery_max, opts.thumb_px)
+    seeds = results["manifest"].get("seeds") or {}
+    run_seed = seeds.get("run") if isinstance(seeds, Mapping) else None
+    gallery = build_gallery(
+        samples_path,
+        opts.gallery_per_cell,
+        opts.gallery_max,
+        opts.thumb_px,
+        run_seed if isinstance(run_seed, int) and not isinstance(run_seed, bool) else None,
+    )
     lib = plotly_js()
     name = str((results["manifest"].get("config") or {}).get("name", "run"))
     gap = results.get("gap") or {}

@@ -80,10 +80,21 @@ APP = r"""
   function card(it) {
     var c = el('div', 'card');
     if (it.thumb && payload.thumbnails[it.thumb]) {
-      var img = el('img', 'thumb');
-      img.src = payload.thumbnails[it.thumb];
-      img.alt = 'sample ' + it.sample_id;
-      c.appendChild(img);
+      var pics = el('div', 'pics');
+      function pic(id, label) {
+        var fig = el('figure', 'pic');
+        var img = el('img', 'thumb');
+        img.src = payload.thumbnails[id];
+        img.alt = label + ' image of sample ' + it.sample_id;
+        fig.appendChild(img);
+        fig.appendChild(el('figcaption', 'sub', label));
+        pics.appendChild(fig);
+      }
+      pic(it.thumb, 'clean');
+      if (it.thumb_perturbed && payload.thumbnails[it.thumb_perturbed]) {
+        pic(it.thumb_perturbed, it.condition);
+      }
+      c.appendChild(pics);
     } else {
       c.appendChild(el('div', 'thumb nothumb', 'no image'));
     }
@@ -103,8 +114,8 @@ APP = r"""
     field('prediction', it.prediction, 'pred');
     field('reference', it.reference.length ? it.reference.join('\n') : null);
     field('error', it.error, 'err');
-    if (it.condition.indexOf('image:') === 0 && it.thumb) {
-      t.appendChild(el('div', 'hint', 'image shown without its perturbation (applied at run time)'));
+    if (it.condition.indexOf('image:') === 0 && it.thumb && !it.thumb_perturbed) {
+      t.appendChild(el('div', 'hint', 'perturbed image could not be rebuilt; clean image shown'));
     }
     c.appendChild(t);
     return c;
