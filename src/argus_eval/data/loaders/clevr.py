@@ -136,9 +136,9 @@ def read_clevr_questions(
     return out, unscorable
 
 
-def train_answers(path: Path, strict: bool) -> TrainAnswers:
+def train_answers(path: Path, skips: Skips) -> TrainAnswers:
     """(family, answer function, answer) of every answered question of a CLEVR questions file."""
-    questions, _ = read_clevr_questions(path, "train", None, Skips(strict))
+    questions, _ = read_clevr_questions(path, "train", None, skips)
     return tuple(
         (str(q.metadata["family"]), str(q.metadata["question_type"]), q.answers[0])
         for q in questions
@@ -160,7 +160,7 @@ def load_clevr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         "train_questions",
         options.train_questions,
         [questions],
-        lambda p: train_answers(p, options.strict),
+        lambda p: train_answers(p, skips),
         gold_answers(samples, "text"),
     )
     return Dataset(

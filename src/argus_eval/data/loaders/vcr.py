@@ -193,14 +193,11 @@ def check_modes(options: VcrOptions) -> None:
     if bad:
         raise DatasetError(f"dataset {options.name!r}: unknown VCR modes {bad}; valid: {list(MODES)}")
     if "q2a" not in options.modes:
-        raise DatasetError(
-            f"dataset {options.name!r}, key modes: add 'q2a' (Q->A is VCR's primary score)"
-        )
+        raise DatasetError(f"dataset {options.name!r}, key modes: add 'q2a' (Q->A is VCR's primary score)")
 
 
-def read_train_answers(path: Path, modes: tuple[str, ...], strict: bool) -> TrainAnswers:
-    """("vcr", mode, right option index) per labelled line and mode of a VCR jsonl file."""
-    skips = Skips(strict)
+def read_train_answers(path: Path, modes: tuple[str, ...], skips: Skips) -> TrainAnswers:
+    """("vcr", mode, right option index) per labelled line and mode of a VCR jsonl file; bad lines skip."""
     out: list[tuple[str, str, str]] = []
     for lineno, rec in iter_jsonl(path, "VCR training annotations"):
         label = f"line {lineno}"
@@ -208,7 +205,7 @@ def read_train_answers(path: Path, modes: tuple[str, ...], strict: bool) -> Trai
             raise DatasetError(f"{path}: {label} must be a JSON object")
         problem = line_problem(rec, path, label)
         if problem is not None:
-            skips.add(path, label, problem)
+            skips.add(path, f"{label} (annot_id {rec.get('annot_id')!r})", problem)
             continue
         if rec.get("answer_label") is not None:
             right = labels(rec, path, label)
@@ -241,7 +238,7 @@ def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         "train_annotations",
         options.train_annotations,
         [path],
-        lambda p: read_train_answers(p, options.modes, options.strict),
+        lambda p: read_train_answers(p, options.modes, skips),
         gold_answers(samples, "option_index"),
     )
     return Dataset(
