@@ -15,6 +15,7 @@ Components per item row, additive so that the paired bootstrap resamples every s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,23 +28,30 @@ from argus_eval.tasks.reasoning_schemes import CellScores
 WIDTH = 8
 # Where an item's own score goes, by mode; qa2r rows are filled per annotation (only when paired).
 OWN = {"q2a": 0, "joint16": 6}
-JOINT = "joint16 (16-way answer+rationale prompt; not Q->AR)"
+# The opt-in 16-way "answer Because rationale" prompt: its own accuracy under the mode's name, never Q->AR.
+JOINT = "joint16"
 
 
-def ratio(num: int, den: int) -> Finish:
-    """Finish: column num / column den of the summed components; NaN where a (re)sample has none."""
+@dataclass(frozen=True)
+class Ratio:
+    """Finish: column num / column den of the summed components; NaN where a (re)sample has none.
+    A plain value rather than a closure, so a cell result stays picklable."""
 
-    def finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
-        d = sums[:, den]
+    num: int
+    den: int
+
+    def __call__(self, sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        d = sums[:, self.den]
         with np.errstate(divide="ignore", invalid="ignore"):
-            out: NDArray[np.float64] = np.where(d > 0, sums[:, num] / np.where(d > 0, d, 1.0), np.nan)
+            out: NDArray[np.float64] = np.where(d > 0, sums[:, self.num] / np.where(d > 0, d, 1.0), np.nan)
         return out
-
-    return finish
 
 
 def _chosen(sample: Sample, pred: str) -> int:
-    # The option the model picked; an answer outside the options (free generation) is index -1, wrong.
+    # The option the model picked, read as the item's score reads it (the right option's text is the right
+    # option, even if another option repeats it); an answer outside the options is -1, wrong.
+    if sample.answer_index is not None and pred == sample.choices[sample.answer_index]:
+        return sample.answer_index
     return sample.choices.index(pred) if pred in sample.choices else -1
 
 
@@ -67,15 +75,15 @@ def vcr_scheme(samples: Sequence[Sample], preds: Sequence[str], scores: Sequence
             (_chosen(s, preds[i]), s.answer_index, _chosen(samples[j], preds[j]), samples[j].answer_index),
             strict=True,
         ):
-            out.append(-1 if value is None else int(value))
+            out.append(-2 if value is None else int(value))  # a missing label never matches a pick
     sums = rows.sum(0)
     metrics = {"Q->A": float(sums[0] / sums[1]) if sums[1] else float("nan")}
     extras: dict[str, Finish] = {}
     if picks[0]:
         official = vcr_scores(*picks)
         metrics |= {"QA->R": official["QA->R"], "Q->AR": official["Q->AR"]}
-        extras |= {"QA->R": ratio(2, 3), "Q->AR": ratio(4, 5)}
+        extras |= {"QA->R": Ratio(2, 3), "Q->AR": Ratio(4, 5)}
     if sums[7]:
         metrics[JOINT] = float(sums[6] / sums[7])
-        extras[JOINT] = ratio(6, 7)
-    return CellScores(rows, ratio(0, 1), metrics, extras)
+        extras[JOINT] = Ratio(6, 7)
+    return CellScores(rows, Ratio(0, 1), metrics, extras)
