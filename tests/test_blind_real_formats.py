@@ -44,6 +44,16 @@ def test_clevr_blind_baseline_equals_the_hand_computed_prior(tmp_path: Path) -> 
     assert "key train_questions" in blind["source"] and str(CLEVR_TRAIN) in blind["source"]
 
 
+def test_clevr_breakdown_uses_families_and_answer_functions(tmp_path: Path) -> None:
+    # A model that always says "no": right on "Is the cube the same size ..." (comparison/equal_size) and
+    # "Are there any metal things?" (zero_hop/exist); wrong on the other three.
+    res = _score(load(tmp_path, format="clevr", questions=CLEVR_VAL), answer="no")
+    assert res.breakdown["accuracy_by"] == {
+        "answer_function": {"count": 0.0, "equal_size": 1.0, "exist": 0.5, "query_color": 0.0},
+        "family": {"comparison": 1.0, "one_hop": 0.0, "zero_hop": 1 / 3},
+    }
+
+
 def _vqa_files(tmp_path: Path) -> dict[str, Path]:
     def ann(qid: int, qtype: str, atype: str, answers: list[str]) -> dict[str, Any]:
         return {

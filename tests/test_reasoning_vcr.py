@@ -10,6 +10,7 @@ import pytest
 from numpy.typing import NDArray
 
 from argus_eval.data.types import Dataset, Sample
+from argus_eval.errors import MetricError
 from argus_eval.scoring.extras import extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, group_rows, paired_counts
@@ -17,6 +18,7 @@ from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellData, CellKey
 from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice
 from argus_eval.tasks.reasoning import ReasoningTask
+from argus_eval.tasks.reasoning_schemes import mean_scheme, scheme_of
 from argus_eval.tasks.records import Record
 from argus_eval.tasks.vcr_scoring import JOINT
 from vcr_fixtures import load, vcr_line, write_jsonl
@@ -171,3 +173,11 @@ def test_default_modes_are_the_official_two(tmp_path: Path) -> None:
     lines = [vcr_line("a0", 0, 1)]
     ds = load(tmp_path, format="vcr", annotations=write_jsonl(tmp_path / "v.jsonl", lines), images=tmp_path)
     assert _ids(ds.samples) == ["q/a0/q2a", "q/a0/qa2r"]
+
+
+def test_one_cell_never_mixes_scoring_schemes(tmp_path: Path) -> None:
+    vcr = _dataset(tmp_path).samples[0]
+    plain = Sample("q/x", "x.png", question="Is it red?", answers=("yes",), metadata={"family": "f"})
+    with pytest.raises(MetricError, match=r"mixes scoring schemes \['mean', 'vcr'\]"):
+        scheme_of([vcr, plain])
+    assert scheme_of([plain]) is mean_scheme
