@@ -53,6 +53,8 @@ def run_command(
                     "forward_calls": outcome.stats.forward_calls,
                     "recomputed_stale": outcome.stats.stale,
                     "retried_failed": outcome.stats.retried,
+                    "answers_cut": outcome.stats.answers_cut,
+                    "left_out": outcome.plan.skipped,
                     "models": res.get("models", {}),
                 },
                 indent=1,
@@ -68,6 +70,18 @@ def run_command(
             f"note: task {entry['task']} left out of dataset {entry['dataset']}: it has no samples for it",
             highlight=False,
             markup=False,
+        )
+    for s in outcome.plan.skipped:
+        where = f" / {s['dataset']}" if "dataset" in s else ""
+        console.print(
+            f"left out: {s['model']} / {s['task']}{where}: {s['reason']}", markup=False, highlight=False
+        )
+    if outcome.stats.answers_cut:
+        console.print(
+            f"note: {outcome.stats.answers_cut} generated answers were longer than their model's "
+            "max_answer_chars and were cut to it",
+            markup=False,
+            highlight=False,
         )
     console.print(scorecard_table(res))
     gap = res.get("gap", {}).get("sentence")

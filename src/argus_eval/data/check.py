@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from argus_eval.data.formats import FORMATS, LoadContext
+from argus_eval.data.formats import FORMATS, LoadContext, load_dataset
 from argus_eval.data.images import load_image
+from argus_eval.data.paths import image_inside_root
 from argus_eval.data.types import Dataset
 from argus_eval.errors import ConfigError, SampleError
 
@@ -26,13 +27,14 @@ class CheckReport:
     images: int = 0
     missing: list[str] = field(default_factory=list)
     corrupt: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)  # links out of the image root, refused
     skipped: int = 0
     families: dict[str, int] = field(default_factory=dict)
     unscorable: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.corrupt
+        return not self.missing and not self.corrupt and not self.outside
 
     def summary(self) -> str:
         """One line per finding, first line the verdict."""
@@ -42,11 +44,13 @@ class CheckReport:
             f"{self.counts.get('questions', 0)} questions ({self.unscorable} unscorable), "
             f"{self.images} image files checked, {len(self.missing)} missing, {len(self.corrupt)} corrupt, "
             f"{self.skipped} records skipped"
+            + (f", {len(self.outside)} links out of the image root" if self.outside else "")
         ]
         if self.families:
             lines.append("  families: " + ", ".join(f"{k} {v}" for k, v in sorted(self.families.items())))
         lines += [f"  missing: {m}" for m in self.missing[:10]]
         lines += [f"  corrupt: {c}" for c in self.corrupt[:10]]
+        lines += [f"  refused: {c}" for c in self.outside[:10]]
         return "\n".join(lines)
 
 
@@ -69,6 +73,11 @@ def check_dataset(ds: Dataset, decode: bool = True) -> CheckReport:
         if not path.is_file():
             report.missing.append(f"{s.sample_id}: {path}")
             continue
+        try:
+            image_inside_root(ds, s)
+        except SampleError as e:
+            report.outside.append(str(e))
+            continue
         if decode:
             try:
                 load_image(path, s.sample_id)
@@ -88,7 +97,7 @@ def load_entry(entry: Mapping[str, Any], ctx: LoadContext) -> Dataset:
         options = spec.options.model_validate(dict(entry))
     except ValidationError as e:
         raise ConfigError(f"dataset {entry.get('name', '?')!r} ({fmt}): {e}") from None
-    return spec.load(options, ctx)
+    return load_dataset(options, ctx)
 
 
 def check_entries(

@@ -25,6 +25,11 @@ class DatasetOptions(BaseModel):
     format: str = Field(description="Registered format name, e.g. coco, karpathy, clevr, vcr, shapesworld.")
     limit: int | None = Field(default=None, ge=1, description="Keep the first N samples of each kind.")
     strict: bool = Field(default=False, description="Make any skipped record fatal.")
+    allow_symlinks: bool = Field(
+        default=False,
+        description="Follow symbolic links that lead out of the image folder (refused by default: a link "
+        "to /etc or a home folder would otherwise be read as an image).",
+    )
 
 
 class LoadContext(BaseModel):
@@ -46,3 +51,11 @@ class FormatSpec:
 
 
 FORMATS: Registry[FormatSpec] = Registry("dataset format", entry_point_group="argus_eval.formats")
+
+
+def load_dataset(options: DatasetOptions, ctx: LoadContext) -> Dataset:
+    """Load one dataset entry through its format's loader, with the entry's name and link policy."""
+    ds = FORMATS.get(options.format).load(options, ctx)
+    ds.name = options.name
+    ds.allow_symlinks = options.allow_symlinks
+    return ds

@@ -9,7 +9,8 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from argus_eval.errors import DatasetError
+from argus_eval.data.types import Dataset, Sample
+from argus_eval.errors import DatasetError, SampleError
 
 
 def safe_relpath(rel: object, *, source: str | Path, record: str, field: str) -> str:
@@ -40,3 +41,19 @@ def safe_relpath(rel: object, *, source: str | Path, record: str, field: str) ->
 def safe_join(root: Path, rel: object, *, source: str | Path, record: str, field: str) -> Path:
     """Join a validated relative path onto root (see safe_relpath)."""
     return root / safe_relpath(rel, source=source, record=record, field=field)
+
+
+def image_inside_root(dataset: Dataset, sample: Sample) -> Path:
+    """The sample's image path, refused (SampleError) when it resolves outside the image root through a
+    symbolic link, unless the dataset allows links; a linked root folder itself is fine."""
+    path = dataset.image_path(sample)
+    if dataset.allow_symlinks:
+        return path
+    root = dataset.image_root.resolve()
+    target = path.resolve()
+    if not target.is_relative_to(root):
+        raise SampleError(
+            f"sample {sample.sample_id}: image {path} is a link to {target}, outside the image root "
+            f"{root}; set allow_symlinks: true on dataset {dataset.name!r} to follow such links"
+        )
+    return path

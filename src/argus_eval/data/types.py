@@ -74,6 +74,8 @@ class Dataset:
     # Where train_answers came from (file and config key), for the plan and the report.
     train_answers_source: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # Whether an image may be a link that resolves outside image_root (data/paths.py checks it).
+    allow_symlinks: bool = False
 
     def image_path(self, sample: Sample) -> Path:
         if sample.image is None:

@@ -2,15 +2,25 @@
 
 Spec: ``api:http://host:port/v1#model-name``. GENERATE only: the task writes the prompt (including
 any lettered-choice wording); the adapter sends it with the image as a base64 PNG data URL, greedy
-(temperature 0). Options: concurrency (8), timeout_s (60), max_retries (3), backoff_s (0.5),
-api_key_env ("OPENAI_API_KEY"), extra_body (dict merged into every request, e.g. vLLM sampling
-fields). The API key is read from the environment at each request, never stored, logged or shown.
+(temperature 0). Options: concurrency (8), timeout_s (60), max_retries (1), backoff_s (0.5),
+max_wait_s (60, the longest Retry-After honoured), api_key_env ("OPENAI_API_KEY"), extra_body (dict
+merged into every request, e.g. vLLM sampling fields), max_answer_chars (4000: longer answers are cut
+and counted). The API key is read from the environment at each request, never stored, logged or shown;
+an answer that echoes it, or a credential of the URL, has it masked.
+
+Retries happen once, at the request level (honouring Retry-After): when a batch fails and the runner
+asks again sample by sample, a request that already failed is not sent again, and an answer already
+received is reused.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
+import email.utils
+import hashlib
 import io
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -24,6 +34,7 @@ from PIL import Image
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
 from argus_eval.models.protocols import GENERATE, ModelInfo
+from argus_eval.models.secrets import redact_text, redact_url, url_secrets
 from argus_eval.models.spec import ModelConfig
 
 RETRY_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
@@ -51,28 +62,34 @@ class OpenAICompatibleModel:
         self.model_name = model_name
         self.concurrency = max(1, int(opts.get("concurrency", 8)))
         self.timeout_s = float(opts.get("timeout_s", 60.0))
-        self.max_retries = max(0, int(opts.get("max_retries", 3)))
+        self.max_retries = max(0, int(opts.get("max_retries", 1)))
         self.backoff_s = float(opts.get("backoff_s", 0.5))
+        self.max_wait_s = float(opts.get("max_wait_s", 60.0))
         self._key_env = str(opts.get("api_key_env", "OPENAI_API_KEY"))
         self.extra_body: dict[str, Any] = dict(opts.get("extra_body", {}))
+        self.max_answer_chars = max(1, int(opts.get("max_answer_chars", 4000)))
+        self.answers_cut = 0  # answers longer than max_answer_chars, cut to it
         self.max_new_tokens_cap = cfg.max_new_tokens
+        self._url_secrets = url_secrets(self.base_url, with_basic_auth=True)
+        # request body digest -> answer or failure of the latest failed batch (see the module docstring)
+        self._settled: dict[str, tuple[str, dict[str, Any]] | ModelCallError] = {}
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s))
         self.forward_calls = 0
         self.last_usage: list[dict[str, Any]] = []  # one dict per request of the latest generate()
         self.usage_total: dict[str, float] = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
         self.info = ModelInfo(
             name=cfg.name,
-            spec=cfg.spec,
+            spec=redact_text(cfg.spec),
             fingerprint=fingerprint,
             capabilities=frozenset({GENERATE}),
             family="openai-compatible-api",
             dtype="remote",
             device="remote",
-            extra={"url": self.base_url, "model": model_name},
+            extra={"url": redact_url(self.base_url), "model": model_name},
         )
 
     def __repr__(self) -> str:
-        name, url, model = self.info.name, self.base_url, self.model_name
+        name, url, model = self.info.name, redact_url(self.base_url), self.model_name
         return f"OpenAICompatibleModel(name={name!r}, url={url!r}, model={model!r})"
 
     def _headers(self) -> dict[str, str]:
@@ -80,13 +97,22 @@ class OpenAICompatibleModel:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _redact(self, text: str) -> str:
+        """text with the API key (and so the Authorization value) and URL credentials masked."""
         key = os.environ.get(self._key_env)
-        return text.replace(key, "***") if key else text
+        return redact_text(text, [*self._url_secrets, *([key] if key else [])])
 
     def _fail(self, cause: str) -> ModelCallError:
         return ModelCallError(
             self._redact(f"model {self.info.name!r} ({self.model_name} at {self.base_url}): {cause}")
         )
+
+    def _answer(self, content: str) -> str:
+        """The stored form of an answer: secrets masked, cut to max_answer_chars (and counted)."""
+        text = self._redact(content.strip())
+        if len(text) > self.max_answer_chars:
+            self.answers_cut += 1
+            text = text[: self.max_answer_chars]
+        return text
 
     def _body(self, image: ImageArray, prompt: str, max_new_tokens: int) -> dict[str, Any]:
         content = [
@@ -117,14 +143,16 @@ class OpenAICompatibleModel:
         if not isinstance(content, str):
             raise self._fail(f"message content is {type(content).__name__}, not text")
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return content.strip(), dict(usage or {})
+        return self._answer(content), dict(usage or {})
 
     def _post(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         cause = "no attempt made"
         start = time.perf_counter()
+        wait = 0.0
         for attempt in range(self.max_retries + 1):
             if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                time.sleep(max(wait, self.backoff_s * 2 ** (attempt - 1)))
+            wait = 0.0
             try:
                 r = self._client.post(self.endpoint, json=body, headers=self._headers())
             except httpx.TimeoutException:
@@ -135,6 +163,7 @@ class OpenAICompatibleModel:
                 continue
             if r.status_code in RETRY_STATUS:
                 cause = f"HTTP {r.status_code}: {r.text[:120]!r}"
+                wait = min(retry_after(r.headers.get("Retry-After")), self.max_wait_s)
                 continue
             if r.status_code >= 400:
                 raise self._fail(f"HTTP {r.status_code}: {r.text[:200]!r}")
@@ -157,9 +186,22 @@ class OpenAICompatibleModel:
         if not bodies:
             self.last_usage = []
             return []
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies))) as pool:
-            results = list(pool.map(self._post, bodies))
-        self.forward_calls += len(bodies)
+        keys = [_digest(b) for b in bodies]
+        fresh = [i for i, k in enumerate(keys) if k not in self._settled]
+        outcomes: dict[str, tuple[str, dict[str, Any]] | ModelCallError] = {
+            k: self._settled[k] for k in keys if k in self._settled
+        }
+        if fresh:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(fresh))) as pool:
+                sent = list(pool.map(self._try_post, [bodies[i] for i in fresh]))
+            self.forward_calls += len(fresh)
+            outcomes.update({keys[i]: o for i, o in zip(fresh, sent, strict=True)})
+        failed = [o for o in (outcomes[k] for k in keys) if isinstance(o, ModelCallError)]
+        if fresh:  # a new batch: keep its outcomes only if it failed (the runner then asks per sample)
+            self._settled = outcomes if failed else {}
+        if failed:
+            raise failed[0]
+        results = [o for o in (outcomes[k] for k in keys) if not isinstance(o, ModelCallError)]
         self.last_usage = [u for _, u in results]
         for u in self.last_usage:
             self.usage_total["requests"] += 1
@@ -167,6 +209,33 @@ class OpenAICompatibleModel:
                 self.usage_total[k] += float(u.get(k, 0) or 0)
         return [t for t, _ in results]
 
+    def _try_post(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | ModelCallError:
+        try:
+            return self._post(body)
+        except ModelCallError as e:
+            return e
+
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
+
+
+def _digest(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a Retry-After header asks to wait (delta-seconds or an HTTP date); 0 when absent or bad."""
+    if not value:
+        return 0.0
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return 0.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())

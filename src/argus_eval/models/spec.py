@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from argus_eval.errors import ConfigError
+from argus_eval.models.options import check_options
 
 Device = Literal["cpu", "cuda", "auto"]
 DType = Literal["float32", "bfloat16", "float16", "auto"]
@@ -29,3 +33,11 @@ class ModelConfig(BaseModel):
     revision: str | None = None
     max_new_tokens: int | None = Field(default=None, ge=1)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_options(self) -> ModelConfig:
+        try:
+            check_options(self.name, self.spec, self.options)
+        except ConfigError as e:  # as a validation error, so the config loader names file and key
+            raise PydanticCustomError("unknown_option", str(e)) from None
+        return self

@@ -6,6 +6,7 @@ Unknown keys are rejected with the key path and the file named. Sub-sections own
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from argus_eval.data.formats import FORMATS, DatasetOptions
 from argus_eval.errors import ArgusError, ConfigError
 from argus_eval.models.spec import ModelConfig
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 class EfficiencyConfig(BaseModel):
@@ -49,6 +52,17 @@ class RunConfig(BaseModel):
     data_root: Path | None = Field(
         default=None, description="Relative file and folder options of datasets are resolved against this."
     )
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        # runs/<name> is the default output folder: a name with a path in it would write elsewhere.
+        if not _PLAIN_NAME.fullmatch(v) or ".." in v:
+            raise ValueError(
+                f"name {v!r} must be a plain folder name (letters, digits, '.', '_', '-'; no '/' or '..'): "
+                "it names the default output folder runs/<name>"
+            )
+        return v
 
     @field_validator("models")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
-from argus_eval.data.formats import FORMATS, LoadContext
+from argus_eval.data.formats import LoadContext, load_dataset
 from argus_eval.data.types import Dataset
 from argus_eval.runner.config import RunConfig
 
@@ -17,7 +17,5 @@ def load_datasets(cfg: RunConfig) -> list[Dataset]:
     ctx = LoadContext(cache_dir=cfg.cache_dir or DEFAULT_CACHE, seed=cfg.seed)
     out = []
     for opts in cfg.dataset_options():
-        ds = FORMATS.get(opts.format).load(opts, ctx)
-        ds.name = opts.name
-        out.append(ds)
+        out.append(load_dataset(opts, ctx))
     return out

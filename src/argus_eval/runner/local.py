@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from argus_eval.data.types import Sample
-from argus_eval.errors import ModelCallError, PerturbationError, SampleError, StrictModeError
+from argus_eval.errors import (
+    CapabilityError,
+    ModelCallError,
+    PerturbationError,
+    SampleError,
+    StrictModeError,
+)
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
@@ -38,6 +44,7 @@ class ExecStats:
     failed: int = 0
     stale: int = 0  # records recomputed because an input (image file, run seed) changed
     retried: int = 0  # failed records of an earlier run computed again
+    answers_cut: int = 0  # generated answers cut to the model's max_answer_chars
     models_loaded: list[str] = field(default_factory=list)
     # Calls made by models outside this process (Ray workers); the driver's pool cannot count them.
     remote_forward_calls: int = 0
@@ -50,6 +57,7 @@ class ModelPool:
         self._loader = loader
         self._models: dict[str, Model] = {}
         self.closed_calls = 0
+        self.closed_cut = 0
 
     @property
     def loader(self) -> ModelLoader:
@@ -65,11 +73,17 @@ class ModelPool:
         m = self._models.pop(name, None)
         if m is not None:
             self.closed_calls += m.forward_calls
+            self.closed_cut += _answers_cut(m)
             m.close()
 
     @property
     def forward_calls(self) -> int:
         return self.closed_calls + sum(m.forward_calls for m in self._models.values())
+
+    @property
+    def answers_cut(self) -> int:
+        """Answers cut to their model's length cap (adapters that cap count them)."""
+        return self.closed_cut + sum(_answers_cut(m) for m in self._models.values())
 
     def loaded(self) -> list[str]:
         return list(self._models)
@@ -77,6 +91,10 @@ class ModelPool:
     def close(self) -> None:
         for name in list(self._models):
             self.release(name)
+
+
+def _answers_cut(model: Model) -> int:
+    return int(getattr(model, "answers_cut", 0))  # optional: only adapters that cap answers count
 
 
 def batches(cell: Cell, batch_size: int) -> Iterator[list[int]]:
@@ -190,6 +208,7 @@ def execute(
         for pos in batches(cell, cell.model.batch_size):
             if any(i in missing for i in pos):
                 todo.append((cell, pos, {i for i in pos if i in missing}))
+    left_out: set[str] = set()  # cells whose inputs the task cannot use: named in plan.skipped
     total = sum(len(w) for _, _, w in todo)
     last_use = {c.model.name: k for k, (c, _, _) in enumerate(todo)}
     with Progress(
@@ -206,13 +225,22 @@ def execute(
                 bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}"
             )
             model = pool.get(cell.model)
-            records = rerun_in_batch(cell, model, pos, wanted, run_seed)
+            if cell.key in left_out:
+                records = []
+            else:
+                try:
+                    records = rerun_in_batch(cell, model, pos, wanted, run_seed)
+                except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
+                    left_out.add(cell.key)
+                    plan.leave_out(cell, str(e))
+                    records = []
             failed = [r for r in records if r.error is not None]
             if failed and strict:
                 raise StrictModeError(
                     f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set"
                 )
-            store.write(cell.key, records, stamps[cell.key])
+            if records:
+                store.write(cell.key, records, stamps[cell.key])
             stats.records_written += len(records)
             stats.failed += len(failed)
             progress.advance(bar, len(wanted))
@@ -222,4 +250,5 @@ def execute(
                     on_model_done(cell.model, model)
                 pool.release(cell.model.name)
     stats.forward_calls = pool.forward_calls
+    stats.answers_cut = pool.answers_cut
     return stats

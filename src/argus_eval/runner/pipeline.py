@@ -12,6 +12,7 @@ from typing import Any
 from argus_eval.errors import ConfigError
 from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
+from argus_eval.models.secrets import redact, redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import expand_conditions
 from argus_eval.runner.config import RunConfig
@@ -43,7 +44,7 @@ class RunOutcome:
 def _info_json(info: ModelInfo) -> str:
     d = asdict(info)
     d["capabilities"] = sorted(info.capabilities)
-    return json.dumps(d, sort_keys=True, default=str)
+    return json.dumps(redact(d), sort_keys=True, default=str)  # the store is an output file too
 
 
 def _info_from_json(text: str) -> ModelInfo:
@@ -112,6 +113,7 @@ def run(
             require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
             stats = executor(plan, store, pool, cfg.seed, strict, quiet, None, cfg.executor_options)
+            require_cells(plan)  # every cell may have been left out at run time (inputs missing)
             # after every cell, so that all models are timed side by side, interleaved (profiling.py)
             profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else Profiles()
             stats.forward_calls = pool.forward_calls + stats.remote_forward_calls
@@ -120,12 +122,14 @@ def run(
         scored = score_cells(plan, store)
     n_samples = write_samples(scored, out_dir / "samples.jsonl")
     manifest = {
-        "config": cfg.model_dump(mode="json"),
+        "config": redact(cfg.model_dump(mode="json")),  # URL credentials, secret-looking keys
         "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.get("seed", 0)},
         "versions": package_versions(),
         "git": git_revision(),
         "hardware": hardware(),
-        "models": {c.model.name: {"spec": c.model.spec, "fingerprint": c.model_fp} for c in plan.cells},
+        "models": {
+            c.model.name: {"spec": redact_text(c.model.spec), "fingerprint": c.model_fp} for c in plan.cells
+        },
         "datasets": {
             c.dataset.name: {"fingerprint": c.dataset.fingerprint, "skipped_records": len(c.dataset.skipped)}
             for c in plan.cells

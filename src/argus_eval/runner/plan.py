@@ -51,6 +51,18 @@ class Plan:
     # Failed records of earlier runs are computed again (the server may have recovered) unless False.
     retry_failed: bool = True
 
+    def leave_out(self, cell: Cell, reason: str) -> None:
+        """Drop a cell the task found it cannot run (its inputs are missing) and name it in skipped."""
+        self.cells = [c for c in self.cells if c.key != cell.key]
+        entry = {
+            "model": cell.model.name,
+            "task": cell.task.name,
+            "dataset": cell.dataset.name,
+            "reason": reason,
+        }
+        if entry not in self.skipped:
+            self.skipped.append(entry)
+
 
 def cell_key(
     model_fp: str, task: Task, dataset: Dataset, condition: Condition, protocol: ProtocolChoice

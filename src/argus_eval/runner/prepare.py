@@ -6,6 +6,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from argus_eval.data.images import ImageArray, load_image
+from argus_eval.data.paths import image_inside_root
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import SampleError
 from argus_eval.perturb import controls
@@ -62,7 +63,7 @@ def prepare(
             image = _control_image(sample, dataset, condition, run_seed, partner)
         else:
             seed = derive_seed(run_seed, sample.sample_id, condition.id)
-            image = _CACHE.get(dataset.image_path(sample), sample.sample_id, condition, seed)
+            image = _CACHE.get(image_inside_root(dataset, sample), sample.sample_id, condition, seed)
     texts = sample_texts(sample, condition, run_seed)
     question = sample.question
     if question is not None:
@@ -75,7 +76,7 @@ def prepare(
 def _clean_image(sample: Sample, dataset: Dataset, run_seed: int) -> ImageArray:
     # Same cache key as the clean condition, so a control reuses the clean pass's decoded pixels.
     seed = derive_seed(run_seed, sample.sample_id, CLEAN.id)
-    return _CACHE.get(dataset.image_path(sample), sample.sample_id, CLEAN, seed)
+    return _CACHE.get(image_inside_root(dataset, sample), sample.sample_id, CLEAN, seed)
 
 
 def _control_image(

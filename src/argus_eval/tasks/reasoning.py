@@ -12,6 +12,7 @@ from pydantic import Field
 from argus_eval.data.blind import baseline_source, blind_answers
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
+from argus_eval.errors import CapabilityError
 from argus_eval.metrics.vqa import exact_match, vqa_accuracy
 from argus_eval.models.protocols import (
     CHOOSE,
@@ -151,7 +152,7 @@ class ReasoningTask(Task):
         dataset: Dataset,
     ) -> list[str]:
         assert isinstance(model, Chooser)
-        options = [_candidates(p.sample, dataset) for p in batch]
+        options = _choosable(batch, dataset)
         prompts = [self.options.prompt.format(question=q) for q in questions]
         lls = model.choose(images, prompts, options)
         return [opts[int(np.argmax(ll))] for opts, ll in zip(options, lls, strict=True)]
@@ -166,7 +167,7 @@ class ReasoningTask(Task):
     ) -> list[str]:
         assert isinstance(model, Embedder)
         img = model.embed_images(images)
-        options = [_candidates(p.sample, dataset) for p in batch]
+        options = _choosable(batch, dataset)
         flat = [
             self.options.statement.format(question=q, answer=a)
             for q, opts in zip(questions, options, strict=True)
@@ -245,3 +246,16 @@ def _letter_to_choice(text: str, choices: Sequence[str]) -> str:
         if text.strip().lower() == c.lower():
             return c
     return text.strip()
+
+
+def _choosable(batch: Sequence[Prepared], dataset: Dataset) -> list[tuple[str, ...]]:
+    """The candidate answers of each question; CapabilityError (the cell is left out and named) when a
+    question has none, as with open-ended VQA and no closed answer vocabulary."""
+    options = [_candidates(p.sample, dataset) for p in batch]
+    bare = [p.sample.sample_id for p, o in zip(batch, options, strict=True) if not o]
+    if bare:
+        raise CapabilityError(
+            f"dataset {dataset.name!r} gives question {bare[0]} no candidate answers (no choices and no "
+            "closed answer vocabulary), which choosing among answers needs"
+        )
+    return options

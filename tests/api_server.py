@@ -1,0 +1,71 @@
+"""A loopback OpenAI-compatible server that can be down, rate-limit, echo secrets and answer at length."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class ServerState:
+    """What the server does next: up or down (HTTP 503), a 429 with Retry-After first, echo and length."""
+
+    up: bool = True
+    retry_after: str | None = None  # answer the next request of each prompt with 429 + this header
+    answer_chars: int = 0  # pad answers to at least this many characters
+    fail_prompt: str | None = None  # always HTTP 500 for this prompt
+    hits: dict[str, list[float]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reply(self, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
+        content = body["messages"][0]["content"]
+        prompt = next(c["text"] for c in content if c["type"] == "text")
+        with self.lock:
+            seen = self.hits.setdefault(prompt, [])
+            seen.append(time.monotonic())
+            first = len(seen) == 1
+        if not self.up:
+            return 503, {}, b'{"error": "down for maintenance"}'
+        if prompt == self.fail_prompt:
+            return 500, {}, b'{"error": "this prompt always fails"}'
+        if self.retry_after is not None and first:
+            return 429, {"Retry-After": self.retry_after}, b'{"error": "slow down"}'
+        # A careless server: the answer echoes the request's Authorization header.
+        text = f"a shape seen by {auth}"
+        text += " and" * max(0, (self.answer_chars - len(text)) // 4)
+        payload = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        return 200, {}, json.dumps(payload).encode()
+
+
+@contextmanager
+def serve(state: ServerState) -> Iterator[str]:
+    """Run the server on a free loopback port; yields its base URL (http://127.0.0.1:PORT/v1)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            status, headers, payload = state.reply(body, self.headers.get("Authorization", ""))
+            self.send_response(status)
+            for k, v in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
