@@ -35,7 +35,8 @@ def _reasoning(model: str, base: float, seed: int) -> list[CellData]:
 
 def _captioning(model: str, level: float) -> list[CellData]:
     return [
-        mean_cell(CellKey(model, "captioning", d, "clean"), IDS, np.full(N, level)) for d in ("coco", "flickr")
+        mean_cell(CellKey(model, "captioning", d, "clean"), IDS, np.full(N, level))
+        for d in ("coco", "flickr")
     ]
 
 
@@ -51,7 +52,9 @@ def test_extra_task_never_lowers_rank_against_a_model_that_skips_it(caption_leve
     assert {"axis": "capability", "above": "B", "below": "A", "p": 1.0} in h.claims
     # the absolute P still says what each model did: B's captioning enters its own P
     p_b = sc.models["B"].axes["P"].value
-    assert p_b == pytest.approx((np.mean([c.components[:, 0].mean() for c in cells[3:6]]) + caption_level) / 2)
+    assert p_b == pytest.approx(
+        (np.mean([c.components[:, 0].mean() for c in cells[3:6]]) + caption_level) / 2
+    )
     assert h.shared["A"]["B"]["P"] == 3  # the three reasoning cells, never captioning
 
 
@@ -173,6 +176,8 @@ def test_typed_candidates_restrict_the_vocabulary_to_the_answer_type() -> None:
 
 
 def test_chance_level_is_the_mean_uniform_guess_over_answer_types() -> None:
-    ds = Dataset("d", [], image_root=__import__("pathlib").Path("."), fingerprint="f", answer_vocab=ANSWER_VOCAB)
+    ds = Dataset(
+        "d", [], image_root=__import__("pathlib").Path("."), fingerprint="f", answer_vocab=ANSWER_VOCAB
+    )
     samples = [_q("exist", "yes"), _q("query_color", "red"), _q("count", "2"), _q("query_size", "large")]
     assert chance_level(samples, ds) == pytest.approx((1 / 2 + 1 / 8 + 1 / 11 + 1 / 2) / 4)

@@ -79,7 +79,9 @@ def timing_cells(plan: Plan) -> list[Cell]:
 
 def _key(cell: Cell, cfg: RunConfig, hw_id: str, part: str) -> str:
     eff = cfg.efficiency.model_dump()
-    return fingerprint_of("timing", cell.model_fp, hw_id, eff, cell.task.name, cell.protocol.name, part)
+    # the model's name too: two entries of one checkpoint are timed separately, so each keeps its own trials
+    unit = (cell.model.name, cell.model_fp, cell.task.name, cell.protocol.name)
+    return fingerprint_of("timing", *unit, hw_id, eff, part)
 
 
 def _retry_once(fn: Callable[[], Any]) -> Any:

@@ -114,7 +114,9 @@ def build_results(
     options = ScoringOptions.model_validate(cfg.scoring)
     profiles = prof.summaries
     timings = prof.timings if cfg.efficiency.enabled else None
-    card = bootstrap_scorecard(cell_data(scored), profiles, options, timings, prof.undefined).to_json()
+    why_no_e = {m: f"{t}: {r}" for (m, t), r in sorted(prof.left_out.items())}
+    why_no_e.update(prof.undefined)
+    card = bootstrap_scorecard(cell_data(scored), profiles, options, timings, why_no_e).to_json()
     # A cell's further official scores (VCR: QA->R, Q->AR) beside its primary, on the same paired resamples.
     extras = {_key(s): s.result.extras for s in scored if s.result is not None and s.result.extras}
     add_extra_scores(card["cells"], cell_data(scored), extras, options)

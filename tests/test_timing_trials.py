@@ -1,0 +1,133 @@
+"""Timing trials inside a run: interleaved across models and tasks, stored, reused on resume, never
+mixed across hardware fingerprints, failures retried once and counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argus_eval.models.loading import load_model
+from argus_eval.models.protocols import Model
+from argus_eval.models.spec import ModelConfig
+from argus_eval.runner import profiling
+from argus_eval.runner.config import parse_config
+from argus_eval.runner.pipeline import run
+from model_fixtures import tiny_dir
+from pipeline_fixtures import tiny_config
+
+CALLS: list[tuple[str, str]] = []
+
+
+def _two_models(cache: Path, trials: int) -> dict[str, Any]:
+    cfg = tiny_config(cache, efficiency=True, tasks=["retrieval", "reasoning"], resamples=20)
+    cfg["models"].append(
+        {"name": "clip2", "spec": f"hf:{tiny_dir('clip')}", "device": "cpu", "batch_size": 4}
+    )
+    cfg["efficiency"]["trials"] = trials
+    cfg["perturbations"] = []
+    return cfg
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Record the (model, task) order of trials."""
+    CALLS.clear()
+    original = profiling._Unit.trial
+
+    def trial(self: profiling._Unit, i: int, model: Model) -> None:
+        CALLS.append((self.cell.model.name, self.cell.task.name))
+        original(self, i, model)
+
+    monkeypatch.setattr(profiling._Unit, "trial", trial)
+    return CALLS
+
+
+def test_trials_interleave_store_and_resume(tmp_path: Path, recorded: list[tuple[str, str]]) -> None:
+    cfg = parse_config(_two_models(tmp_path / "cache", trials=3), "test")
+    first = run(cfg, tmp_path / "out", quiet=True)
+    units = [("clip", "retrieval"), ("clip", "reasoning"), ("clip2", "retrieval"), ("clip2", "reasoning")]
+    assert sorted(set(recorded)) == sorted(units)
+    # A B C D A B C D A B C D: every unit's trial i before any unit's trial i + 1
+    assert recorded == recorded[:4] * 3 and sorted(recorded[:4]) == sorted(units)
+    timing = first.results["timing"]
+    assert timing["trials_per_task"] == 3 and timing["failed_trials"] == 0
+    assert {(t["model"], t["task"]) for t in timing["per_task"]} == set(units)
+    assert all(len(t["trials"]) == 3 for t in timing["per_task"])
+    e = first.results["models"]["clip"]
+    assert e["detail"]["E"]["per_task"].keys() == {"retrieval", "reasoning"}
+    lo, hi = e["intervals"]["E"]
+    assert lo <= e["E"] <= hi
+    recorded.clear()
+    second = run(cfg, tmp_path / "out", quiet=True)
+    assert recorded == []  # every trial came from the store
+    assert second.results["timing"] == timing
+
+
+def test_trials_from_another_machine_are_not_reused(
+    tmp_path: Path, recorded: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = parse_config(_two_models(tmp_path / "cache", trials=2), "test")
+    run(cfg, tmp_path / "out", quiet=True)
+    recorded.clear()
+    real = profiling.hardware_fingerprint
+
+    def elsewhere(device: str, dtype: str) -> dict[str, Any]:
+        fp = real(device, dtype)
+        return {**fp, "id": "another-machine"}
+
+    monkeypatch.setattr(profiling, "hardware_fingerprint", elsewhere)
+    res = run(cfg, tmp_path / "out", quiet=True).results
+    assert len(recorded) == 8  # all measured again on the "other" machine
+    assert {t["fingerprint"]["id"] for t in res["timing"]["per_task"]} == {"another-machine"}
+
+
+class _Flaky:
+    """Wraps a model; its embed_images fails on chosen calls (a trial that breaks twice is lost)."""
+
+    def __init__(self, inner: Model, fail_calls: set[int]) -> None:
+        self._inner = inner
+        self._fail = fail_calls
+        self._n = 0
+        self.info = inner.info
+
+    @property
+    def forward_calls(self) -> int:
+        return self._inner.forward_calls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def embed_images(self, images: Any) -> Any:
+        self._n += 1
+        if self._n in self._fail:
+            raise RuntimeError("device hiccup")
+        return self._inner.embed_images(images)
+
+
+def test_a_failing_trial_is_retried_once_then_left_out_and_counted(tmp_path: Path) -> None:
+    raw = _two_models(tmp_path / "cache", trials=2)
+    raw["models"] = raw["models"][:1]
+    raw["tasks"] = ["retrieval"]
+    run(parse_config(raw, "test"), tmp_path / "out", quiet=True)  # every record stored, timed once
+    # other timing settings (new trial keys) on the same store: no record call, only timing calls,
+    # and every one of them fails, so each trial fails twice (try and retry) and is left out
+    raw["efficiency"]["repeats"] = 3
+    calls: list[int] = []
+
+    def failing_loader(mc: ModelConfig) -> Any:
+        flaky = _Flaky(load_model(mc), set(range(1, 10_000)))
+        calls.append(1)
+        return flaky
+
+    res = run(parse_config(raw, "test"), tmp_path / "out", quiet=True, loader=failing_loader).results
+    assert calls  # the model was loaded for timing
+    assert res["timing"]["failed_trials"] == 2
+    assert res["timing"]["left_out"] == [
+        {"model": "clip", "task": "retrieval", "reason": "all 2 timing trials failed"}
+    ]
+    assert res["models"]["clip"]["E"] is None
+    assert res["models"]["clip"]["undefined"]["E"] == "retrieval: all 2 timing trials failed"
+    assert "2 timing trial(s) failed twice and were left out of E" in res["notes"]
+    assert res["models"]["clip"]["P"] is not None  # the run itself went on
