@@ -28,20 +28,20 @@ def _gallery_pairs(n_images: int) -> tuple[list[np.ndarray], list[str]]:
 
 def test_cached_scores_equal_per_pair_path(model: Any) -> None:
     images, texts = _gallery_pairs(3)
-    prefixes: list[int] = []
-    original = model._prefix.prefix
+    encoded: list[int] = []
+    original = model._prefix.prefixes
 
-    def counting(image: Any, context: str) -> Any:
-        prefixes.append(1)
-        return original(image, context)
+    def counting(images: Any, contexts: Any) -> Any:
+        encoded.extend(range(len(images)))
+        return original(images, contexts)
 
-    model._prefix.prefix = counting
+    model._prefix.prefixes = counting
     try:
         cached = model.score_pairs(images, texts)
     finally:
-        model._prefix.prefix = original
+        model._prefix.prefixes = original
     reference = model.score_pairs_per_pair(images, texts)
-    assert len(prefixes) == 3  # the image and prompt encoded once per image, not once per text
+    assert len(encoded) == 3  # the image and prompt encoded once per image, not once per text
     assert np.isneginf(cached[9::10]).all() and np.isneginf(reference[9::10]).all()  # empty text
     finite = np.isfinite(reference)
     np.testing.assert_allclose(cached[finite], reference[finite], rtol=0, atol=1e-5)
@@ -98,3 +98,30 @@ def test_pooled_vectors(model: Any) -> None:
     np.testing.assert_allclose(
         np.concatenate([model.pool_images([im]) for im in tiny_images(3)]), img, atol=1e-5
     )
+
+
+def test_batched_prefixes_and_mixed_continuation_rows(model: Any) -> None:
+    """Images of one shape share a prefix pass; continuation passes mix their rows (small chunks here)."""
+    rng = np.random.default_rng(9)
+    ims = [rng.integers(0, 256, (30, 30, 3), dtype=np.uint8) for _ in range(3)]
+    images = [im for im in ims for _ in TEXTS]
+    texts = TEXTS * 3
+    old = model._prefix.max_rows
+    model._prefix.max_rows = 5
+    try:
+        before = model.forward_calls
+        cached = model.score_pairs(images, texts)
+        passes = model.forward_calls - before
+    finally:
+        model._prefix.max_rows = old
+    np.testing.assert_allclose(cached, model.score_pairs_per_pair(images, texts), rtol=0, atol=1e-5)
+    # one prefix pass for all three images, then chunks of 5 rows (all-one-token chunks need no pass)
+    assert 1 + 2 <= passes <= 1 + -(-len(texts) // 5)
+
+
+def test_repeated_text_under_one_image_scores_identically(model: Any) -> None:
+    """Galleries repeat captions: equal pairs must tie exactly, as they do on the per-pair path."""
+    im = tiny_images(1, seed=8)[0]
+    texts = [TEXTS[1], TEXTS[4], TEXTS[1], TEXTS[0], TEXTS[4]]
+    got = model.score_pairs([im] * len(texts), texts)
+    assert got[0] == got[2] and got[1] == got[4]

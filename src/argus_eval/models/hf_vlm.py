@@ -35,7 +35,7 @@ from argus_eval.models.hf_common import (
 )
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.models.vlm_pool import pool_images, pool_texts
-from argus_eval.models.vlm_prefix import PrefixScorer, continuation_ids, group_items
+from argus_eval.models.vlm_prefix import Job, PrefixScorer, continuation_ids, group_items
 
 
 class VLMAdapter(HFAdapterBase):
@@ -132,24 +132,23 @@ class VLMAdapter(HFAdapterBase):
         self, images: Sequence[ImageArray], contexts: Sequence[str], conts: Sequence[str]
     ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """As _continuation_logprobs, with each (image, context) encoded once and its texts continued
-        from the cached prefix; a group of one item, or a text whose tokens merge into the context,
-        takes the full-sequence path (a prefix pass would not save anything, or not be the same)."""
+        from the cached prefix; a text whose tokens merge into the context takes the full-sequence path
+        (the prefix would not hold the same tokens)."""
         n = len(contexts)
         sums = np.zeros(n, dtype=np.float64)
         counts = np.zeros(n, dtype=np.int64)
         full_path: list[int] = []
+        jobs: list[Job] = []
         for (_, ctx), items in group_items(images, contexts).items():
             ids = [self._continuation(ctx, conts[i]) for i in items]
             cached = [(i, t) for i, t in zip(items, ids, strict=True) if t is not None]
-            if len(cached) < 2:
-                full_path.extend(items)
-                continue
             full_path.extend(i for i, t in zip(items, ids, strict=True) if t is None)
-            with self._padding("right"):
-                prefix = self._prefix.prefix(images[cached[0][0]], ctx)
-            got = self._prefix.score(prefix, [t for _, t in cached])
-            for (i, t), s in zip(cached, got, strict=True):
-                sums[i], counts[i] = s, len(t)
+            if cached:
+                jobs.append(Job(images[cached[0][0]], ctx, cached))
+                for i, t in cached:
+                    counts[i] = len(t)
+        with self._padding("right"):
+            self._prefix.run(jobs, sums)
         self.forward_calls += self._prefix.forward_calls
         self._prefix.forward_calls = 0
         if full_path:

@@ -27,13 +27,22 @@ Tokenize = Callable[[str], list[int]]
 
 
 @dataclass
-class Prefix:
-    """One encoded (image, context): its cache, the log-probabilities after it, the next position."""
+class Prefixes:
+    """Several encoded (image, context) prefixes of one token length, one cache row each."""
 
-    cache: Any  # a transformers Cache of batch size 1
-    last_logp: torch.Tensor  # (vocab,) log-probabilities of the first continuation token
-    length: int  # prefix tokens (the attention mask's prefix part)
-    next_position: int  # position id of the first continuation token
+    cache: Any  # a transformers Cache, batch = number of prefixes
+    last_logp: torch.Tensor  # (prefixes, vocab) log-probabilities of each first continuation token
+    length: int  # prefix tokens (all rows equal: no padding inside a prefix batch)
+    next_position: list[int]  # per row, the position id of its first continuation token
+
+
+@dataclass(frozen=True)
+class Job:
+    """One prefix and the continuations to score after it: (item position, token ids) pairs."""
+
+    image: ImageArray
+    context: str
+    items: list[tuple[int, list[int]]]
 
 
 def image_key(image: ImageArray) -> bytes:
@@ -76,7 +85,10 @@ def continuation_ids(
 
 
 class PrefixScorer:
-    """Scores continuations of one model's chat prefixes through a shared key/value cache."""
+    """Scores continuations of one model's chat prefixes through shared key/value caches.
+
+    Prefixes of equal shape run batched (one vision + prefix pass per batch of images); continuations of
+    all of them run together in length order, each row on its own image's cache row."""
 
     def __init__(self, model: Any, encode: Encode, pad_id: int, batch_size: int) -> None:
         self.model = model
@@ -84,63 +96,107 @@ class PrefixScorer:
         self.pad_id = pad_id
         self.batch_size = batch_size
         self.forward_calls = 0
-        self.rows_per_item = 2  # continuations are short: twice the configured rows per pass
+        # Continuation rows per pass: short texts on a shared prefix, so more rows than the configured
+        # batch, bounded so that the logits (rows x width x vocab floats) stay near 1 GiB.
+        self.logit_budget = 1 << 28
+        self.max_rows = 16 * batch_size
         self._rope_index = getattr(getattr(model, "model", model), "get_rope_index", None)
 
-    def _next_position(self, enc: dict[str, Any]) -> int:
-        """Position of the first token after the prefix. Models with multimodal rotary positions
+    def run(self, jobs: Sequence[Job], sums: NDArray[np.float64]) -> None:
+        """Add each job item's summed continuation log-probability into sums[item]."""
+        buckets: dict[tuple[tuple[int, ...], str], list[Job]] = {}
+        for job in jobs:  # equal image shape and context: equal prefix length (checked below)
+            buckets.setdefault((tuple(np.shape(job.image)), job.context), []).append(job)
+        for bucket in buckets.values():
+            for start in range(0, len(bucket), self.batch_size):
+                self._run_batch(bucket[start : start + self.batch_size], sums)
+
+    def _run_batch(self, jobs: Sequence[Job], sums: NDArray[np.float64]) -> None:
+        prefixes = self.prefixes([j.image for j in jobs], [j.context for j in jobs])
+        if prefixes is None:  # the processor gave these images different lengths: one at a time
+            for j in jobs:
+                self._run_batch([j], sums)
+            return
+        # A text that recurs under one prefix (galleries repeat captions) is scored once and copied, so
+        # equal pairs get equal scores and ties stay ties.
+        first: dict[tuple[int, tuple[int, ...]], int] = {}
+        copies: list[tuple[int, int]] = []
+        rows: list[tuple[int, int, list[int]]] = []
+        for r, j in enumerate(jobs):
+            for i, ids in j.items:
+                key = (r, tuple(ids))
+                if not ids:
+                    continue
+                if key in first:
+                    copies.append((i, first[key]))
+                    continue
+                first[key] = i
+                rows.append((r, i, ids))
+        rows.sort(key=lambda row: len(row[2]))  # length order: a pass pads little
+        vocab = int(prefixes.last_logp.shape[1])
+        start = 0
+        while start < len(rows):
+            width = max(1, len(rows[start][2]) - 1)
+            stop = start + 1
+            while (
+                stop < len(rows)
+                and stop - start < self.max_rows
+                and (stop - start + 1) * max(width, len(rows[stop][2]) - 1) * vocab <= self.logit_budget
+            ):
+                width = max(width, len(rows[stop][2]) - 1)
+                stop += 1
+            part = rows[start:stop]
+            got = self._continue(prefixes, [r for r, _, _ in part], [ids for _, _, ids in part])
+            for (_, i, _), value in zip(part, got, strict=True):
+                sums[i] += value
+            start = stop
+        for i, source in copies:
+            sums[i] = sums[source]
+
+    def _next_positions(self, enc: dict[str, Any]) -> list[int]:
+        """Position of the first token after each prefix. Models with multimodal rotary positions
         (image tokens on a 2-D grid) continue from their largest prefix position, others from the length."""
+        n, length = (int(x) for x in enc["input_ids"].shape)
         if self._rope_index is None or "image_grid_thw" not in enc:
-            return int(enc["input_ids"].shape[1])
+            return [length] * n
         kw = {k: enc[k] for k in ("mm_token_type_ids", "image_grid_thw", "attention_mask") if k in enc}
         pos, _ = self._rope_index(enc["input_ids"], **kw)
-        return int(pos.max()) + 1
+        return [int(x) + 1 for x in pos.amax(dim=(0, 2)).tolist()]
 
-    def prefix(self, image: ImageArray, context: str) -> Prefix:
-        """Run the vision tower and the prefix once; keep its cache."""
-        enc = self.encode([image], [context])
+    def prefixes(self, images: Sequence[ImageArray], contexts: list[str]) -> Prefixes | None:
+        """Run the vision tower and the prefixes once, batched; None when their lengths differ."""
+        enc = self.encode(images, contexts)
+        if not bool(enc["attention_mask"].bool().all()):
+            return None
         out = self.model(**enc, use_cache=True)
         self.forward_calls += 1
         cache = out.get("cache") if "cache" in out else out.get("past_key_values")
-        last = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
-        return Prefix(cache, last, int(enc["attention_mask"].shape[1]), self._next_position(enc))
+        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        return Prefixes(cache, last, int(enc["attention_mask"].shape[1]), self._next_positions(enc))
 
-    def score(self, prefix: Prefix, conts: Sequence[list[int]]) -> NDArray[np.float64]:
-        """Summed log-probability of each continuation (token ids) after the prefix.
-
-        Batched in length order, so a batch pads little; a row's score does not depend on its batch."""
-        sums = np.zeros(len(conts), dtype=np.float64)
-        order = sorted(range(len(conts)), key=lambda i: len(conts[i]))
-        rows = self.batch_size * self.rows_per_item
-        for start in range(0, len(order), rows):
-            part = order[start : start + rows]
-            sums[part] = self._score_batch(prefix, [conts[i] for i in part])
-        return sums
-
-    def _score_batch(self, prefix: Prefix, conts: Sequence[list[int]]) -> NDArray[np.float64]:
-        out = np.zeros(len(conts), dtype=np.float64)
-        rows = [i for i, c in enumerate(conts) if c]
-        for i in rows:  # the first token is predicted by the prefix's last position
-            out[i] = float(prefix.last_logp[conts[i][0]])
-        longer = [i for i in rows if len(conts[i]) > 1]
+    def _continue(
+        self, prefixes: Prefixes, rows: list[int], conts: Sequence[list[int]]
+    ) -> NDArray[np.float64]:
+        """Summed log-probabilities of continuations, row k continuing prefix rows[k]."""
+        out = np.array([float(prefixes.last_logp[r, c[0]]) for r, c in zip(rows, conts, strict=True)])
+        longer = [k for k, c in enumerate(conts) if len(c) > 1]
         if not longer:
             return out
         # Only tokens 1.. need a pass: feed tokens 0..k-2, whose outputs predict tokens 1..k-1.
-        width = max(len(conts[i]) - 1 for i in longer)
-        b = len(longer)
+        width = max(len(conts[k]) - 1 for k in longer)
+        b, p = len(longer), prefixes.length
         ids = torch.full((b, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((b, prefix.length + width), dtype=torch.long)
-        mask[:, : prefix.length] = 1
-        for r, i in enumerate(longer):
-            feed = conts[i][:-1]
+        mask = torch.zeros((b, p + width), dtype=torch.long)
+        mask[:, :p] = 1
+        positions = torch.zeros((b, width), dtype=torch.long)
+        for r, k in enumerate(longer):
+            feed = conts[k][:-1]
             ids[r, : len(feed)] = torch.tensor(feed)
-            mask[r, prefix.length : prefix.length + len(feed)] = (
-                1  # right padding: real tokens never see pads
-            )
-        device = prefix.last_logp.device
-        cache = copy.deepcopy(prefix.cache)
-        cache.batch_repeat_interleave(b)
-        positions = (prefix.next_position + torch.arange(width))[None, :].expand(b, width)
+            mask[r, p : p + len(feed)] = 1  # right padding: real tokens never see the pads
+            positions[r] = prefixes.next_position[rows[k]] + torch.arange(width)
+        device = prefixes.last_logp.device
+        cache = copy.deepcopy(prefixes.cache)
+        cache.reorder_cache(torch.tensor([rows[k] for k in longer], device=device))
         logits = self.model(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
@@ -150,8 +206,7 @@ class PrefixScorer:
         ).logits
         self.forward_calls += 1
         logp = torch.log_softmax(logits.float(), dim=-1)
-        for r, i in enumerate(longer):
-            targets = torch.tensor(conts[i][1:], device=device)
-            pred = logp[r, : len(targets)]
-            out[i] += float(pred.gather(1, targets[:, None]).sum())
+        for r, k in enumerate(longer):
+            targets = torch.tensor(conts[k][1:], device=device)
+            out[k] += float(logp[r, : len(targets)].gather(1, targets[:, None]).sum())
         return out
