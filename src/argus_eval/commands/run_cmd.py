@@ -126,12 +126,13 @@ def dry_run_plan(
         )
         return
     table = Table(title=f"plan of {cfg_path}")
-    for col in ("model", "task", "dataset", "conditions", "samples", "protocol"):
+    for col in ("model", "task", "dataset", "conditions", "samples", "protocol", "calls/cell", "calls"):
         table.add_column(col)
     for r in rows:
         table.add_row(
-            r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"]
-        )
+            r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"],
+            f"{r['calls_per_cell']:,}", f"{r['calls']:,}",
+        )  # fmt: skip
     console.print(table)
     for s in skipped:
         who = f"{s.get('model', '?')} / {s.get('task', '?')}"

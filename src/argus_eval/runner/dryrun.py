@@ -13,7 +13,7 @@ from argus_eval.perturb.conditions import expand_conditions
 from argus_eval.runner.baselines import baseline_rows
 from argus_eval.runner.config import RunConfig
 from argus_eval.runner.datasets import load_datasets
-from argus_eval.runner.plan import build_plan
+from argus_eval.runner.plan import Cell, build_plan
 from argus_eval.tasks.registry import build_tasks
 
 
@@ -36,11 +36,19 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
         model.close()
 
 
+def model_calls(cell: Cell) -> int:
+    """Model inputs one cell sends (pairs scored, texts and images embedded, samples answered), from the
+    task when it knows its protocol's cost (retrieval by pair scores grows as images x texts), else one
+    per sample."""
+    count = getattr(cell.task, "model_calls", None)
+    return int(count(cell.protocol, cell.samples)) if callable(count) else len(cell.samples)
+
+
 def describe_plan(
     cfg: RunConfig,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
-    """Rows (model, task, dataset, conditions, samples, protocol), the pairs left out with reasons, and the
-    blind baseline's source (or its absence) per dataset."""
+    """Rows (model, task, dataset, conditions, samples, protocol, model calls per cell and in all) and
+    the pairs left out with reasons, and the blind baseline's source (or its absence) per dataset."""
     datasets = load_datasets(cfg)
     tasks = build_tasks(cfg.tasks)
     conditions = expand_conditions(cfg.perturbations)
@@ -66,7 +74,10 @@ def describe_plan(
                 "conditions": 0,
                 "samples": len(c.samples),
                 "protocol": c.protocol.name + ("" if c.protocol.native else " (substitute)"),
+                "calls_per_cell": model_calls(c),
+                "calls": 0,
             },
         )
         row["conditions"] += 1
+        row["calls"] += model_calls(c)
     return list(rows.values()), skipped + plan.skipped, baseline_rows(datasets, tasks)
