@@ -100,6 +100,7 @@ class _Unit:
         self.store = store
         self.hw = hardware_fingerprint(cell.model.device, cell.model.dtype)
         self.inputs: list[Prepared] | None = None
+        self.warm = False
         self.trials: dict[int, Trial] = {}
         self.failed = 0
         for i in range(cfg.efficiency.trials):
@@ -123,8 +124,17 @@ class _Unit:
     def trial(self, i: int, model: Model) -> None:
         eff = self.cfg.efficiency
         run = self.run_batch(model)
+
+        def measured() -> Trial:
+            if not self.warm:  # first trial in this process: warm both paths (allocations, caches)
+                for _ in range(eff.warmup):
+                    run(1)
+                    run(eff.batch_size)
+                self.warm = True
+            return measure_trial(run, eff.batch_size, model.info.device, eff.repeats)
+
         try:
-            t = _retry_once(lambda: measure_trial(run, eff.batch_size, model.info.device, eff.repeats))
+            t = _retry_once(measured)
         except (ArgusError, RuntimeError, ValueError, OSError):
             self.failed += 1
             return
