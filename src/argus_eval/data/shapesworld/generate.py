@@ -92,6 +92,11 @@ class GeneratedSplit:
                         "template": q["template_filename"],
                         "image_index": q["image_index"],
                         "program": q["program"],
+                        # As the CLEVR reader tags them: the reasoning breakdown's categories.
+                        "categories": {
+                            "family": q["template_filename"].removesuffix(".json"),
+                            "answer_function": qtype,
+                        },
                     },
                 )
             )
