@@ -11,20 +11,16 @@ from numpy.typing import NDArray
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelLoadError
+from argus_eval.models.embed_memo import EmbeddingMemo, fixed_chunks, image_key
 from argus_eval.models.hf_common import (
     HFAdapterBase,
     LoadRequest,
-    batches,
     call_pretrained,
     check_lengths,
     hf_module,
     to_pil,
 )
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
-
-# How each family's text tower expects padding. SigLIP pools the last position, so it must see the
-# fixed length it was trained with (zoo-notes pitfall 15); CLIP pools at EOS and pads freely.
-_TEXT_PADDING: dict[str, str] = {"siglip": "max_length", "siglip2": "max_length"}
 
 
 def _features(out: Any) -> torch.Tensor:
@@ -38,42 +34,59 @@ def _features(out: Any) -> torch.Tensor:
 
 
 class DualEncoderAdapter(HFAdapterBase):
-    """L2-normalised image/text embeddings; pair score = cosine similarity."""
+    """L2-normalised image/text embeddings; pair score = cosine similarity.
+
+    Every text and image is embedded once per loaded model (embed_memo): texts padded to the tower's
+    full length and forwards of exactly batch_size rows, so a vector does not depend on its batch."""
 
     def __init__(self, req: LoadRequest, model: torch.nn.Module, processor: Any) -> None:
         super().__init__(req, model, frozenset({EMBED, SCORE_PAIRS}))
         self.processor = processor
-        padding = _TEXT_PADDING.get(req.family, "longest")
-        self._text_kwargs: dict[str, Any] = {"padding": padding, "truncation": True}
-        if padding == "max_length":
-            text_cfg = getattr(model.config, "text_config", None)
-            self._text_kwargs["max_length"] = int(getattr(text_cfg, "max_position_embeddings", 64))
+        # Full-length padding for every family: SigLIP pools the last position, so it must see the length
+        # it was trained with, and a memoised vector must not depend on its batch's longest text (CLIP
+        # pools at EOS, so its pads change nothing but float rounding).
+        text_cfg = getattr(model.config, "text_config", None)
+        self._text_kwargs: dict[str, Any] = {
+            "padding": "max_length",
+            "truncation": True,
+            "max_length": int(getattr(text_cfg, "max_position_embeddings", 64)),
+        }
+        self._texts: EmbeddingMemo[str] = EmbeddingMemo(self._embed_texts)
+        self._images: EmbeddingMemo[ImageArray] = EmbeddingMemo(self._embed_images)
+
+    def embed_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised float32 image embeddings; an image seen before is not re-encoded."""
+        return self._images.lookup([image_key(im) for im in images], images)
+
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """(n, d) L2-normalised float32 text embeddings; a text seen before is not re-encoded."""
+        return self._texts.lookup(list(texts), texts)
 
     @torch.inference_mode()
-    def embed_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
-        """(n, d) L2-normalised float32 image embeddings, computed batch_size images at a time."""
+    def _embed_images(self, images: list[ImageArray]) -> NDArray[np.float32]:
         chunks = []
-        for sl in batches(len(images), self.batch_size):
-            inputs = self.processor(images=to_pil(images[sl]), return_tensors="pt")
+        for rows in fixed_chunks(len(images), self.batch_size):
+            inputs = self.processor(images=to_pil([images[i] for i in rows]), return_tensors="pt")
             feats = _features(
                 self.model.get_image_features(pixel_values=self.to_device(inputs)["pixel_values"])
             )
             self.forward_calls += 1
-            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy())
+            real = len(set(rows))  # the filler rows repeat the last item; drop them
+            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy()[:real])
         return _stack(chunks)
 
     @torch.inference_mode()
-    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """(n, d) L2-normalised float32 text embeddings."""
+    def _embed_texts(self, texts: list[str]) -> NDArray[np.float32]:
         chunks = []
-        for sl in batches(len(texts), self.batch_size):
+        for rows in fixed_chunks(len(texts), self.batch_size):
             inputs = self.to_device(
-                self.processor(text=list(texts[sl]), return_tensors="pt", **self._text_kwargs)
+                self.processor(text=[texts[i] for i in rows], return_tensors="pt", **self._text_kwargs)
             )
             kw = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
             feats = _features(self.model.get_text_features(**kw))
             self.forward_calls += 1
-            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy())
+            real = len(set(rows))
+            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy()[:real])
         return _stack(chunks)
 
     def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:

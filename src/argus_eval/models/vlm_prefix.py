@@ -10,7 +10,6 @@ attention), so rankings are the same.
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import torch
 from numpy.typing import NDArray
 
 from argus_eval.data.images import ImageArray
+from argus_eval.models.embed_memo import image_key
 
 # (images, contexts) -> the processor batch of the model, on its device
 Encode = Callable[[Sequence[ImageArray], list[str]], dict[str, Any]]
@@ -43,14 +43,6 @@ class Job:
     image: ImageArray
     context: str
     items: list[tuple[int, list[int]]]
-
-
-def image_key(image: ImageArray) -> bytes:
-    """Content key of an image: equal arrays share one prefix even when they are different objects."""
-    a = np.ascontiguousarray(image)
-    h = hashlib.blake2b(a.tobytes(), digest_size=16)
-    h.update(repr((a.shape, a.dtype.str)).encode())
-    return h.digest()
 
 
 def group_items(images: Sequence[ImageArray], contexts: Sequence[str]) -> dict[tuple[bytes, str], list[int]]:
