@@ -7,12 +7,18 @@ import os
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from argus_eval.errors import ArgusError
+
+try:  # typer vendors click from 0.2x on; usage errors are raised from its copy
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover (an older typer raises click's own)
+    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[assignment]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never hit a hub by accident; a user can export 0 to allow it
 
@@ -241,18 +247,45 @@ def profile(
 
 
 def main() -> None:
-    """Console-script entry: ArgusError -> one line on stderr and exit 2 (traceback with --debug)."""
+    """Console-script entry: every failure is one line on stderr (traceback with --debug).
+
+    ArgusError and an unusable file or folder (OSError: disk full, permission, read-only, name too
+    long) exit 2; a usage error exits 2 with click's message on one line; Ctrl-C exits 130 saying how
+    to resume."""
     debug = "--debug" in sys.argv
     try:
-        app()
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as e:
+        err_console.print(e.format_message(), highlight=False, markup=False)
+        sys.exit(2)
+    except UsageError as e:
+        command = e.ctx.command_path if e.ctx is not None else "argus"
+        _fail(f"{e.format_message()} (see {command} --help)")
+    except (KeyboardInterrupt, typer.Abort):
+        _interrupted()
     except ArgusError as e:
         if debug:
             raise
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("interrupted; rerun the same command to resume")
-        sys.exit(130)
+        _fail(str(e))
+    except OSError as e:
+        if debug:
+            raise
+        from argus_eval.runner.outputs import os_error_line
+
+        _fail(os_error_line(e))
+    if code == 130:  # typer turns Ctrl-C inside a command into exit code 130, silently
+        _interrupted()
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupted() -> NoReturn:
+    err_console.print("interrupted; rerun the same command to resume", highlight=False)
+    sys.exit(130)
+
+
+def _fail(message: str) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -64,3 +64,7 @@ class StrictModeError(ArgusError):
 
 class ExecutorError(ArgusError):
     """An executor cannot run the plan: cluster unreachable, too small, or on other versions; workers lost."""
+
+
+class OutputError(ArgusError):
+    """An output cannot be written: disk full, read-only or unwritable folder, name too long, --out a file."""

@@ -39,11 +39,13 @@ def run_command(
     """Run or resume the configured evaluation into out (default runs/<name>) and print the scorecard."""
     cfg = configured(cfg_path, overrides)
     from argus_eval.report.build import write_reports
+    from argus_eval.runner.outputs import writing
     from argus_eval.runner.pipeline import run
 
     out_dir = out or Path("runs") / cfg.name
     outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed)
-    write_reports(out_dir)
+    with writing(out_dir / "report.html"):
+        write_reports(out_dir)
     res = outcome.results
     if as_json:
         sys.stdout.write(

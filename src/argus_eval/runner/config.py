@@ -159,6 +159,8 @@ def load_config(path: Path) -> RunConfig:
         raise ConfigError(f"config file {path} is unreadable ({e})") from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply to be a run config") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

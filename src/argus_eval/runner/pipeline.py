@@ -20,6 +20,7 @@ from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.executors import EXECUTORS
 from argus_eval.runner.local import ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
+from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results
@@ -104,7 +105,7 @@ def run(
 
     Failed records of an earlier run are computed again unless retry_failed is False."""
     t0 = time.perf_counter()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out_dir)
     pool = ModelPool(loader)
     with Store(out_dir / "store.sqlite") as store:
         try:
@@ -120,7 +121,8 @@ def run(
         finally:
             pool.close()
         scored = score_cells(plan, store)
-    n_samples = write_samples(scored, out_dir / "samples.jsonl")
+    with writing(out_dir / "samples.jsonl"):
+        n_samples = write_samples(scored, out_dir / "samples.jsonl")
     manifest = {
         "config": redact(cfg.model_dump(mode="json")),  # URL credentials, secret-looking keys
         "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.get("seed", 0)},
@@ -141,7 +143,8 @@ def run(
     results = build_results(scored, profiles, cfg, manifest)
     results["schema"] = RESULTS_SCHEMA
     text = json.dumps(results, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
-    (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
+    with writing(out_dir / "results.json"):
+        (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
     log = {
         "wall_seconds": round(time.perf_counter() - t0, 3),
         "forward_calls": stats.forward_calls,
@@ -152,5 +155,6 @@ def run(
         "retried_failed": stats.retried,
         "samples_jsonl_lines": n_samples,
     }
-    (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    with writing(out_dir / "run_log.json"):
+        (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
     return RunOutcome(out_dir, results, stats, plan, n_samples)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from argus_eval.errors import StoreError
+from argus_eval.errors import ArgusError, OutputError, StoreError
+from argus_eval.runner.outputs import writing
 from argus_eval.tasks.records import Record
 
 SCHEMA_VERSION = "1"
@@ -60,15 +63,18 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        with writing(path.parent):
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._add_stamp_column()
+        except sqlite3.OperationalError as e:
+            raise self._write_error(e) from None
         except sqlite3.DatabaseError as e:
             raise StoreError(f"store {path} is unreadable ({e}); delete it to start afresh") from None
-        self._add_stamp_column()
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -83,6 +89,28 @@ class Store:
         cols = {str(r[1]) for r in self._db.execute("PRAGMA table_info(records)")}
         if "stamp" not in cols:
             self._db.execute("ALTER TABLE records ADD COLUMN stamp TEXT")
+
+    def _write_error(self, e: sqlite3.OperationalError) -> ArgusError:
+        """What a failed write means: a full disk, a read-only run folder, or (else) a broken store."""
+        text = str(e).lower()
+        if "full" in text:
+            return OutputError(
+                f"cannot write {self.path}: the disk is full ({e}); free some space or copy the run folder "
+                "elsewhere and rerun there: every finished batch is kept"
+            )
+        if "readonly" in text or "read-only" in text or not os.access(self.path.parent, os.W_OK):
+            return OutputError(
+                f"cannot write {self.path}: the run folder is read-only ({e}); give another --out or make "
+                "it writable (nothing in it was changed or lost)"
+            )
+        return StoreError(f"store {self.path} is unreadable ({e}); delete it to start afresh")
+
+    @contextmanager
+    def _writes(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            raise self._write_error(e) from None
 
     def close(self) -> None:
         self._db.close()
@@ -99,14 +127,16 @@ class Store:
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+        with self._writes():
+            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     # --- records --------------------------------------------------------------------------------
     def describe_cell(self, cell: str, description: Mapping[str, Any]) -> None:
-        self._db.execute(
-            "INSERT OR IGNORE INTO cells(cell, description) VALUES (?, ?)",
-            (cell, json.dumps(description, sort_keys=True)),
-        )
+        with self._writes():
+            self._db.execute(
+                "INSERT OR IGNORE INTO cells(cell, description) VALUES (?, ?)",
+                (cell, json.dumps(description, sort_keys=True)),
+            )
 
     def done_ids(self, cell: str) -> set[str]:
         """Sample ids that already have a record (success or recorded failure) in this cell."""
@@ -140,7 +170,7 @@ class Store:
             )
             for r in records
         ]
-        with self._transaction():
+        with self._writes(), self._transaction():
             self._db.executemany(
                 "INSERT INTO records(cell, sample_id, output, arrays, error, seconds, stamp) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(cell, sample_id) DO UPDATE SET "
@@ -182,10 +212,11 @@ class Store:
         return None if row is None else dict(json.loads(row[0]))
 
     def put_profile(self, key: str, profile: Mapping[str, Any]) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO profiles(key, profile) VALUES (?, ?)",
-            (key, json.dumps(profile, sort_keys=True)),
-        )
+        with self._writes():
+            self._db.execute(
+                "INSERT OR REPLACE INTO profiles(key, profile) VALUES (?, ?)",
+                (key, json.dumps(profile, sort_keys=True)),
+            )
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection) -> None:
@@ -195,7 +226,10 @@ class Store:
             self.db.execute("BEGIN IMMEDIATE")
 
         def __exit__(self, exc_type: object, *rest: object) -> None:
-            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                self.db.execute("COMMIT")
+            elif self.db.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+                self.db.execute("ROLLBACK")
 
     def _transaction(self) -> Store._Tx:
         return Store._Tx(self._db)

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class AxisWeights(BaseModel):
     """Weights of the ARGUS terms; normalised to sum 1 over the defined terms."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: an infinite weight would leave ARGUS undefined with no reason given
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     P: float = Field(default=0.25, ge=0)
     CDC: float = Field(default=0.25, ge=0)
