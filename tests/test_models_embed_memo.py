@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from argus_eval.models.embed_memo import fixed_chunks
+from argus_eval.models.embed_memo import bypassed, fixed_chunks
 from model_fixtures import TEXTS, load_tiny, tiny_images
 
 
@@ -45,3 +45,14 @@ def test_memo_equals_a_bare_forward() -> None:
 def test_fixed_chunks_fill_the_last_chunk() -> None:
     assert fixed_chunks(5, 2) == [[0, 1], [2, 3], [4, 4]]
     assert fixed_chunks(0, 3) == []
+
+
+def test_bypassed_computes_afresh_with_the_same_bits() -> None:
+    """Profiling times the model inside bypassed(): every call forwards, and gives the memo's vectors."""
+    clip = load_tiny("clip", batch_size=4)
+    want = clip.embed_texts(TEXTS)
+    before = clip.forward_calls
+    with bypassed():
+        got = clip.embed_texts(TEXTS)
+    assert clip.forward_calls - before == 3  # 9 texts at batch 4
+    np.testing.assert_array_equal(got, want)

@@ -22,6 +22,7 @@ from argus_eval.efficiency.flops import count_flops
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming, Trial, measure_memory_mb, measure_trial
 from argus_eval.errors import ArgusError, SampleError
+from argus_eval.models import embed_memo
 from argus_eval.models.protocols import Model
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import RunConfig
@@ -117,7 +118,8 @@ class _Unit:
             raise SampleError(f"no decodable sample in {self.cell.dataset.name} to time")
 
         def run(n: int) -> None:
-            self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset)
+            with embed_memo.bypassed():  # time the model, not the memo of inputs it already embedded
+                self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset)
 
         return run
 
