@@ -17,6 +17,7 @@ from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import (
     Ids,
     Skips,
+    clean_text,
     counts,
     expect,
     limit_each_kind,
@@ -107,7 +108,9 @@ def read_clevr_questions(
     unscorable = 0
     for k, q in enumerate(section(top, "questions", path)):
         label = f"questions[{k}]"
-        text = need(q, "question", str, path, label)
+        text = clean_text(need(q, "question", str, path, label), skips, path, label, "question")
+        if text is None:
+            continue
         qid = q.get("question_index", k)
         ids.add(qid, label)
         index = need(q, "image_index", int, path, label)
@@ -117,7 +120,8 @@ def read_clevr_questions(
             skips.add(path, f"{label} (question_index {qid})", f"image_index {index} has no scene")
             continue
         program = q.get("program")
-        meta = question_metadata(q, program if isinstance(program, list) else None)
+        steps = isinstance(program, list) and all(isinstance(p, dict) for p in program)
+        meta = question_metadata(q, program if steps else None)
         answer = q.get("answer")
         if answer is None:
             meta["unscorable"] = True

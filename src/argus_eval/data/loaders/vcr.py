@@ -96,6 +96,7 @@ def render_tokens(tokens: list[Any], names: list[str], path: Path, label: str) -
         if isinstance(tok, list):
             try:
                 refs = [names[i] for i in tok]
+                refs[0]  # an empty tag list names no object: IndexError as for a bad index
             except (IndexError, TypeError):
                 raise DatasetError(
                     f"{path}: {label}: object tag {tok!r} is not an index into 'objects'"
@@ -132,9 +133,14 @@ def vcr_samples(
     rec: dict[str, Any], path: Path, label: str, modes: tuple[str, ...], image: str
 ) -> list[Sample]:
     """The samples of one annotation line (already checked by line_problem)."""
-    names = object_names(need(rec, "objects", list, path, label))
+    objects = need(rec, "objects", list, path, label)
+    if not all(isinstance(o, str) for o in objects):
+        raise DatasetError(f"{path}: {label}: field 'objects' must hold object labels (strings)")
+    names = object_names(objects)
     aid = rec.get("annot_id", label)
     question = render_tokens(need(rec, "question", list, path, label), names, path, f"{label}.question")
+    if not question.strip():
+        raise DatasetError(f"{path}: {label}: field 'question' is empty")
     answers = [
         render_tokens(a, names, path, f"{label}.answer_choices[{i}]")
         for i, a in enumerate(need(rec, "answer_choices", list, path, label))

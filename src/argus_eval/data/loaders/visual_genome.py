@@ -16,7 +16,16 @@ from typing import Any
 from pydantic import Field
 
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
-from argus_eval.data.loaders._common import Ids, Skips, counts, expect, limit_each_kind, need, read_json
+from argus_eval.data.loaders._common import (
+    Ids,
+    Skips,
+    clean_text,
+    counts,
+    expect,
+    limit_each_kind,
+    need,
+    read_json,
+)
 from argus_eval.data.paths import safe_relpath
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import DatasetError
@@ -99,8 +108,10 @@ def qa_samples(path: Path, images: dict[int, str], skips: Skips) -> list[Sample]
             qid = need(qa, "qa_id", int, path, label)
             ids.add(qid, label)
             iid = need(qa, "image_id", int, path, label)
-            question = need(qa, "question", str, path, label).strip()
-            answer = need(qa, "answer", str, path, label).strip()
+            question = clean_text(need(qa, "question", str, path, label), skips, path, label, "question")
+            answer = clean_text(need(qa, "answer", str, path, label), skips, path, label, "answer")
+            if question is None or answer is None:
+                continue
             if iid not in images:
                 skips.add(path, f"{label} (qa_id {qid})", f"image id {iid} not in image_data")
                 continue
