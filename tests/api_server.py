@@ -37,7 +37,7 @@ class ServerState:
         if self.retry_after is not None and first:
             return 429, {"Retry-After": self.retry_after}, b'{"error": "slow down"}'
         # A careless server: the answer echoes the request's Authorization header.
-        text = f"a shape seen by {auth}"
+        text = f"a shape seen by {auth} in {body['max_tokens']} tokens"
         text += " and" * max(0, (self.answer_chars - len(text)) // 4)
         payload = {"choices": [{"message": {"role": "assistant", "content": text}}]}
         return 200, {}, json.dumps(payload).encode()

@@ -22,6 +22,7 @@ from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.store import Store
 from hardening_fixtures import karpathy_config
 from model_fixtures import tiny_images
 
@@ -84,7 +85,7 @@ def test_failed_records_heal_on_rerun_and_no_secret_is_written(
     with (out / "samples.jsonl").open() as fh:
         captions = {json.loads(line)["prediction"] for line in fh}
     # The echoed Authorization value is masked, then the answer cut to 60 characters.
-    assert {c.split(" and")[0] for c in captions} == {
+    assert {c.split(" in ")[0] for c in captions} == {
         "a shape seen by Bearer ***",
         "a shape seen by Basic ***",
     }
@@ -99,7 +100,7 @@ def test_retry_after_is_honoured() -> None:
         m = load_model(
             ModelConfig(name="s", spec=f"api:{url}#m", options={"max_retries": 1, "backoff_s": 0.01})
         )
-        assert m.generate(tiny_images(1), ["hello"], 4) == ["a shape seen by"]
+        assert m.generate(tiny_images(1), ["hello"], 4) == ["a shape seen by  in 4 tokens"]
         m.close()
     first, second = state.hits["hello"]
     assert second - first >= 1.0  # not the 0.01 s backoff
@@ -122,7 +123,7 @@ def test_a_failing_prompt_is_retried_once_not_per_level() -> None:
         with pytest.raises(ModelCallError, match="HTTP 500"):
             m.generate(ims, ["ok1", "bad", "ok2"], 4)
         # The runner then asks sample by sample: answers come from the failed batch, nothing is re-sent.
-        assert m.generate(ims[:1], ["ok1"], 4) == ["a shape seen by"]
+        assert m.generate(ims[:1], ["ok1"], 4) == ["a shape seen by  in 4 tokens"]
         with pytest.raises(ModelCallError, match="HTTP 500"):
             m.generate(ims[1:2], ["bad"], 4)
         m.close()
@@ -144,3 +145,24 @@ def test_unknown_model_option_is_rejected_listing_valid_ones() -> None:
         ConfigError, match=r"unknown option\(s\) temperature for zoo: models; valid options: region_features"
     ):
         parse_config(cfg, "run.yaml")
+
+
+def test_changed_model_option_recomputes_exactly_that_models_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARGUS_SECRET_KEY", ENV_KEY)
+    data = tmp_path / "data"
+    with serve(ServerState()) as url:
+        cfg = _api_config(data, url)
+        first = run(parse_config(cfg, "test"), tmp_path / "reused", quiet=True)
+        cfg["models"][0]["max_new_tokens"] = 7  # reaches the request (max_tokens), so the answers
+        changed = sum(len(c.samples) for c in first.plan.cells if c.model.name == "keyed")
+        again = run(parse_config(cfg, "test"), tmp_path / "reused", quiet=True)
+        assert again.stats.records_written == changed and again.stats.forward_calls == changed
+        run(parse_config(cfg, "test"), tmp_path / "fresh", quiet=True)
+    with Store(tmp_path / "reused" / "store.sqlite") as a, Store(tmp_path / "fresh" / "store.sqlite") as b:
+        for cell in again.plan.cells:
+            got = {k: r.output for k, r in a.read(cell.key).items()}
+            assert got == {k: r.output for k, r in b.read(cell.key).items()}
+            if cell.model.name == "keyed":
+                assert all("in 7 tokens" in str(o) for o in got.values())
