@@ -39,11 +39,17 @@ class Schema:
     jsonl: bool = False
 
 
+VG = {
+    "image_data": "vg/image_data.json",
+    "region_descriptions": "vg/region_descriptions.json",
+    "question_answers": "vg/question_answers.json",
+}
 SCHEMAS = {
     "coco": Schema("coco", {"annotations": "coco/captions_val2014.json"}, "annotations",
                    {"image": lambda t: t["images"][0], "annotation": lambda t: t["annotations"][0]}),
     "karpathy": Schema("karpathy", {"annotations": "karpathy/dataset_coco.json"}, "annotations",
-                       {"image": lambda t: t["images"][0], "sentence": lambda t: t["images"][0]["sentences"][0]}),
+                       {"image": lambda t: t["images"][0],
+                        "sentence": lambda t: t["images"][0]["sentences"][0]}),
     "lavis": Schema("karpathy", {"annotations": "karpathy/coco_karpathy_test.json"}, "annotations",
                     {"entry": lambda t: t[0]}),
     "vqa-questions": Schema("vqa", {"questions": "vqa/v2_OpenEnded_mscoco_val2014_questions.json",
@@ -61,17 +67,10 @@ SCHEMAS = {
                                      "scenes": "clevr/scenes/CLEVR_val_scenes.json"}, "scenes",
                            {"scene": lambda t: t["scenes"][0]}),
     "vcr": Schema("vcr", {"annotations": "vcr/val.jsonl"}, "annotations", {"item": lambda t: t}, jsonl=True),
-    "vg-images": Schema("visual_genome", {"image_data": "vg/image_data.json",
-                                          "region_descriptions": "vg/region_descriptions.json",
-                                          "question_answers": "vg/question_answers.json"}, "image_data",
-                        {"image": lambda t: t[0]}),
-    "vg-regions": Schema("visual_genome", {"image_data": "vg/image_data.json",
-                                           "region_descriptions": "vg/region_descriptions.json",
-                                           "question_answers": "vg/question_answers.json"}, "region_descriptions",
+    "vg-images": Schema("visual_genome", VG, "image_data", {"image": lambda t: t[0]}),
+    "vg-regions": Schema("visual_genome", VG, "region_descriptions",
                          {"entry": lambda t: t[0], "region": lambda t: t[0]["regions"][0]}),
-    "vg-qas": Schema("visual_genome", {"image_data": "vg/image_data.json",
-                                       "region_descriptions": "vg/region_descriptions.json",
-                                       "question_answers": "vg/question_answers.json"}, "question_answers",
+    "vg-qas": Schema("visual_genome", VG, "question_answers",
                      {"entry": lambda t: t[0], "qa": lambda t: t[0]["qas"][0]}),
 }  # fmt: skip
 
@@ -107,10 +106,7 @@ def _load(schema: Schema, root: Path) -> Dataset:
     spec = FORMATS.get(schema.format)
     opts = {"name": "fuzz", "format": schema.format, **schema.options}
     opts |= {k: str(root / Path(v).name) for k, v in schema.files.items()}
-    if schema.format != "clevr":
-        opts["images"] = str(root)
-    else:
-        opts["images"] = str(root)
+    opts["images"] = str(root)
     return spec.load(spec.options.model_validate(opts), LoadContext(cache_dir=root / "cache"))
 
 
