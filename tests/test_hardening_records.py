@@ -158,3 +158,13 @@ def test_unreadable_annotation_file_is_named(tmp_path: Path, monkeypatch: pytest
         DatasetError, match=r"c\.json is not readable \(permission denied\); fix its permissions"
     ):
         load(tmp_path, format="coco", annotations=p, images=tmp_path)
+
+
+def test_vcr_file_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "data" / "vcr" / "val.jsonl"
+    bad = tmp_path / "val.jsonl"
+    bad.write_bytes(fixture.read_bytes().replace(b"What", b"Wh\xe4t", 1))
+    with pytest.raises(
+        DatasetError, match=r"VCR annotations file .*val\.jsonl: line 1 is not UTF-8 \(byte 0xe4\)"
+    ):
+        load(tmp_path, format="vcr", annotations=bad, images=tmp_path)

@@ -107,3 +107,19 @@ def test_one_pixel_image_runs_clean_and_fails_only_where_a_kernel_needs_room(tmp
     assert by_cond["clean"].error is None
     noisy = by_cond["image:gaussian_noise@3"].error
     assert noisy is not None and noisy.startswith("input: ") and "1x1 pixels" in noisy
+
+
+def test_questions_per_image_zero_says_so(tmp_path: Path) -> None:
+    import pytest
+
+    from argus_eval.errors import ConfigError
+    from pipeline_fixtures import tiny_config
+
+    cfg = tiny_config(tmp_path / "cache", tasks=["reasoning"])
+    for d in cfg["datasets"]:
+        d["questions_per_image"] = 0
+    with pytest.raises(ConfigError) as e:
+        _run(cfg, tmp_path / "out")
+    msg = str(e.value)
+    assert "nothing to evaluate: task reasoning has no samples in dataset studio" in msg
+    assert "questions_per_image" in msg
