@@ -3,6 +3,8 @@ E from interleaved timing trials with an interval, and chance as the floor of co
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -176,8 +178,48 @@ def test_typed_candidates_restrict_the_vocabulary_to_the_answer_type() -> None:
 
 
 def test_chance_level_is_the_mean_uniform_guess_over_answer_types() -> None:
-    ds = Dataset(
-        "d", [], image_root=__import__("pathlib").Path("."), fingerprint="f", answer_vocab=ANSWER_VOCAB
-    )
+    ds = Dataset("d", [], image_root=Path("."), fingerprint="f", answer_vocab=ANSWER_VOCAB)
     samples = [_q("exist", "yes"), _q("query_color", "red"), _q("count", "2"), _q("query_size", "large")]
     assert chance_level(samples, ds) == pytest.approx((1 / 2 + 1 / 8 + 1 / 11 + 1 / 2) / 4)
+
+
+class _Recorder:
+    """A dual encoder that likes the statement containing 'blue' and records every statement."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
+        return np.ones((len(images), 2), dtype=np.float32)
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return np.array([[1.0, 0.0] if "blue" in t else [0.0, 0.0] for t in texts], dtype=np.float32)
+
+
+def test_substitute_scores_only_the_answer_type_with_its_own_template() -> None:
+    from argus_eval.tasks.base import Prepared, ProtocolChoice
+    from argus_eval.tasks.reasoning import ReasoningOptions, ReasoningTask
+
+    task = ReasoningTask(ReasoningOptions(statements={"color": "a {answer} thing, asked: {question}"}))
+    ds = Dataset("d", [], image_root=Path("."), fingerprint="f", answer_vocab=ANSWER_VOCAB)
+    colour = Sample(
+        "c",
+        "i.png",
+        question="What color is it?",
+        answers=("blue",),
+        metadata={"question_type": "query_color"},
+    )
+    yes_no = Sample(
+        "y", "i.png", question="Is it blue?", answers=("yes",), metadata={"question_type": "exist"}
+    )
+    img = np.zeros((4, 4, 3), dtype=np.uint8)
+    batch = [Prepared(s, img, (), s.question) for s in (colour, yes_no)]
+    model = _Recorder()
+    protocol = ProtocolChoice("embed-statements", False, "")
+    records = task.infer(model, protocol, batch, ds)  # type: ignore[arg-type]
+    assert [r.output["answer"] for r in records] == ["blue", "yes"]  # type: ignore[index]
+    assert model.texts == [f"a {c} thing, asked: What color is it?" for c in COLORS] + [
+        "Is it blue? yes",
+        "Is it blue? no",
+    ]

@@ -1,7 +1,8 @@
 """Timing trials: one model on one task, measured several times so that timing carries its noise.
 
-A trial is one latency figure (p50 of `repeats` batch-1 calls) and one throughput figure (samples per
-second of a batch). Trials of all models are interleaved by the runner (A B C A B C ...) so that load
+A trial is one latency figure (the fastest of `repeats` batch-1 calls: load on a shared machine only
+ever adds time, so the minimum is the stable estimate, as timeit advises) and one throughput figure
+(samples per second of a batch). Trials of all models are interleaved by the runner (A B C A B C ...) so that load
 drift on a shared machine hits every model alike; the bootstrap resamples trials, so E gets an interval.
 Memory and FLOPs do not depend on load and are measured once per (model, task).
 """
@@ -24,7 +25,7 @@ _BYTES_PER_PARAM = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 
 @dataclass(frozen=True)
 class Trial:
-    """One timing trial: per-sample latency at batch 1 (p50 of the trial's repeats) and throughput."""
+    """One timing trial: per-sample latency at batch 1 (fastest of the trial's repeats) and throughput."""
 
     latency_ms: float
     throughput_per_s: float
@@ -131,8 +132,8 @@ def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
 def measure_trial(
     run_batch: Callable[[int], Any], batch_size: int, device: str, repeats: int, warmup: int = 1
 ) -> Trial:
-    """One trial: `warmup` untimed calls, then p50 of `repeats` batch-1 calls (ms per sample) and the
-    throughput of one batch call (the trials give throughput its spread; one call keeps a trial short)."""
+    """One trial: `warmup` untimed calls, then the fastest of `repeats` batch-1 calls (ms per sample) and
+    the throughput of one batch call (the trials give throughput its spread; one call keeps a trial short)."""
     if batch_size < 1 or repeats < 1 or warmup < 0:
         raise ValueError("batch_size and repeats must be >= 1 and warmup >= 0")
     sync = _sync(device)
@@ -140,7 +141,7 @@ def measure_trial(
         run_batch(1)
     single = np.array([_timed(lambda: run_batch(1), sync) for _ in range(repeats)]) * 1000.0
     batched = _timed(lambda: run_batch(batch_size), sync)
-    return Trial(float(np.percentile(single, 50)), float(batch_size / batched))
+    return Trial(float(single.min()), float(batch_size / batched))
 
 
 _STATUS = Path("/proc/self/status")

@@ -29,6 +29,12 @@ class EfficiencyConfig(BaseModel):
     batch_size: int = Field(default=32, ge=1)
     warmup: int = Field(default=2, ge=0)
     repeats: int = Field(default=10, ge=1)
+    trials: int = Field(
+        default=5,
+        ge=1,
+        description="Timing trials per (model, task), interleaved across models; the bootstrap "
+        "resamples them.",
+    )
 
 
 class RunConfig(BaseModel):

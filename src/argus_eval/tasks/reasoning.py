@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from argus_eval.data.answer_types import answer_type, typed_candidates
 from argus_eval.data.blind import baseline_source, blind_answers
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
@@ -46,6 +47,12 @@ class ReasoningOptions(TaskOptions):
         default="{question} {answer}",
         description="Substitute for dual encoders: each candidate answer as a statement.",
     )
+    statements: dict[str, str] = Field(
+        default_factory=dict,
+        description="Statement templates per answer type (yes/no, number, color, shape, size, material, "
+        "other, or a benchmark's own type), e.g. {number: 'there are {answer} of them: {question}'}; "
+        "types without one use `statement`.",
+    )
     max_new_tokens: int = Field(default=8, ge=1)
     vqa_min_answers: int = Field(
         default=3, ge=2, description="Items with this many gold answers use VQA accuracy."
@@ -53,13 +60,23 @@ class ReasoningOptions(TaskOptions):
 
 
 def _candidates(sample: Sample, dataset: Dataset) -> tuple[str, ...]:
-    return sample.choices if sample.choices else dataset.answer_vocab
+    return typed_candidates(sample, dataset.answer_vocab)
+
+
+def chance_level(samples: Sequence[Sample], dataset: Dataset) -> float | None:
+    """Mean over samples of 1 / (number of candidate answers of the question's answer type): what a
+    uniform guess among the candidates a choosing protocol scores gets. None when a sample has none."""
+    sizes = [len(_candidates(s, dataset)) for s in samples]
+    if not sizes or min(sizes) == 0:
+        return None
+    return float(np.mean([1.0 / n for n in sizes]))
 
 
 class ReasoningTask(Task):
     """Answer each question. Native protocols: a fixed answer head (classify), generation, or option
     log-likelihood (choose). Substitute for dual encoders: 'embed-statements' scores every candidate
-    answer (the item's choices, or the dataset's closed answer vocabulary) as a statement."""
+    answer of the question's answer type (the item's choices, or the closed vocabulary restricted to the
+    type: yes/no, a number, a colour ...) as a statement, as zero-shot CLIP evaluations do."""
 
     name = "reasoning"
     options_model = ReasoningOptions
@@ -168,9 +185,10 @@ class ReasoningTask(Task):
         assert isinstance(model, Embedder)
         img = model.embed_images(images)
         options = _choosable(batch, dataset)
+        templates = [self._statement(p.sample) for p in batch]
         flat = [
-            self.options.statement.format(question=q, answer=a)
-            for q, opts in zip(questions, options, strict=True)
+            t.format(question=q, answer=a)
+            for t, q, opts in zip(templates, questions, options, strict=True)
             for a in opts
         ]
         txt = model.embed_texts(flat)
@@ -180,6 +198,11 @@ class ReasoningTask(Task):
             out.append(opts[int(np.argmax(sims))])
             start += len(opts)
         return out
+
+    def _statement(self, sample: Sample) -> str:
+        """The statement template of a question: its answer type's own, else the generic one."""
+        kind = answer_type(sample)
+        return self.options.statements.get(kind, self.options.statement) if kind else self.options.statement
 
     def _score(self, sample: Sample, answer: str) -> float:
         if sample.choices and sample.answer_index is not None:
@@ -220,6 +243,8 @@ class ReasoningTask(Task):
             metrics=metrics,
             breakdown=breakdown,
             extras=cell.extras,
+            chance=chance_level(kept, dataset),
+            chance_basis="uniform over the candidate answers of each question's answer type",
         )
 
     def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample], scheme: Scheme) -> dict[str, Any]:
