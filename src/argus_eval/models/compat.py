@@ -13,7 +13,8 @@ def torchvision_available() -> bool:
 
 
 def ensure_qwen_processor_compat() -> None:
-    """Let Qwen2.5-VL processors build, save and load without torchvision (zoo-notes pitfall 1).
+    """Let Qwen2.5-VL processors build, save and load without torchvision (its video-processor check fails
+    when torchvision is absent).
 
     Without torchvision there is no video processor class, and Qwen2_5_VLProcessor's attribute check
     crashes. Declaring only the image processor and tokenizer as attributes fixes construction,

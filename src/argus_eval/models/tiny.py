@@ -97,7 +97,8 @@ def _clip_tokenizer(out_dir: Path) -> object:
     tmp.mkdir(exist_ok=True)
     (tmp / "vocab.json").write_text(json.dumps(vocab))
     (tmp / "merges.txt").write_text("#version: 0.2\n")
-    # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (zoo-notes pitfall 12).
+    # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (and then tokenise to garbage
+    # ids).
     tok = CLIPTokenizer(str(tmp / "vocab.json"), str(tmp / "merges.txt"), model_max_length=32)
     (tmp / "vocab.json").unlink()
     (tmp / "merges.txt").unlink()

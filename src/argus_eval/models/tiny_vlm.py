@@ -1,6 +1,6 @@
 """Tiny random generative VLMs (Gemma-3, Qwen2.5-VL) with word-level tokenizers and chat templates.
 
-Sizes follow zoo-notes.md, shrunk: 32x32 images, 4 image tokens, 2 layers of width 32.
+Sizes are the smallest that run every code path: 32x32 images, 4 image tokens, 2 layers of width 32.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def build_gemma3(out_dir: Path) -> None:
         eos_token="<eos>",
         pad_token="<pad>",
         unk_token="<unk>",
-        # Gemma3Processor reads these attributes (zoo-notes pitfall 5).
+        # Gemma3Processor reads boi/eoi/image tokens from the tokenizer; they persist in its config.
         extra_special_tokens={
             "boi_token": "<start_of_image>",
             "eoi_token": "<end_of_image>",
@@ -151,7 +151,7 @@ def build_qwen2_5_vl(out_dir: Path) -> None:
         "num_attention_heads": 2,
         "num_key_value_heads": 1,
         "max_position_embeddings": 256,
-        # mrope sections must sum to head_dim / 2 = 8 (zoo-notes pitfall 4).
+        # mrope sections must sum to head_dim / 2 = 8, or Qwen2.5-VL's rotary embedding fails.
         "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 10000.0},
         "tie_word_embeddings": False,  # untied so random greedy output is not just the last input token
         "bos_token_id": ids["<|endoftext|>"],
@@ -183,7 +183,7 @@ def build_qwen2_5_vl(out_dir: Path) -> None:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.do_sample = False
-    # Sizes are pixel counts (min/max pixels), not edges (zoo-notes pitfall 3).
+    # Qwen's shortest/longest_edge are pixel counts (min/max pixels), not edges, in transformers 5.
     improc = Qwen2VLImageProcessorPil(
         size={"shortest_edge": 32 * 32, "longest_edge": 32 * 32},
         patch_size=8,

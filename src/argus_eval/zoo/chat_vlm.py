@@ -3,9 +3,11 @@
 Each example is rendered exactly as the framework's VLM adapter renders a request: the processor's chat
 template around [image, task prompt], then the target and the end-of-turn token. The prompts are the
 tasks' defaults (captioning and reasoning), so the default run asks what the model was trained on.
-Loss is averaged per sample, so one-word answers weigh as much as 20-word captions (pitfall 11).
+Loss is averaged per sample, so one-word answers weigh as much as 20-word captions (a token-mean loss let
+~22-token captions swamp 1-token answers).
 
-Phases: captions only first (caption training grounds the vision tower, zoo-notes); optionally a
+Phases: captions only first (caption training grounds the vision tower, as measured in docs/zoo.md);
+optionally a
 grounding phase of captions plus colour questions only (a useless answer prior, so looking pays; see
 qa_mix.curriculum_pool); then a mix of captions and every question, zero-hop ones oversampled. An
 optional object-token alignment loss (object_tokens.py) on every image makes the image tokens name the
@@ -72,7 +74,8 @@ class ChatRecipe:
     grounding_questions: str = "query_color"  # a curriculum_pool stage
     # Weight of an in-batch contrastive loss between the mean image-token embedding and the caption's
     # mean word embedding, during the caption phase. Without it the tiny vision towers output nearly the
-    # same tokens for every image and the language model learns templates (zoo-notes).
+    # same tokens for every image and the language model learns templates (measured: one caption template for
+    # every image).
     contrastive_weight: float = 0.0
     contrastive_throughout: bool = False  # also on the captions of the later phases' mixed batches
     # Weight of the object-token alignment loss (object_tokens.py) on every image of every batch.

@@ -3,7 +3,8 @@
 Real VLM vision towers arrive pre-trained on billions of images, and LXMERT reads detector regions
 trained on Visual Genome's object and attribute labels. The zoo's towers start from nothing, and
 trained on captions and questions alone their tokens never say *which* object sits *where*, so the
-language model answers from the question prior (zoo-notes). This loss stands in for that
+language model answers from the question prior (measured: accuracy equal to the swapped-image control). This
+loss stands in for that
 pre-training: each projected image token, read through the language model's own output head, must
 predict the attribute words (colour, shape, size, material) of the scene objects whose footprint
 covers its cell. The tokens then live where those words' embeddings live, and a question's words can

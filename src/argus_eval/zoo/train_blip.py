@@ -122,7 +122,8 @@ def train(
         width = int(m.sum(1).max())
         m = m[:, :width]
         x = ids[idx].flatten(0, 1)[:, :width].clone()
-        # generate() starts from [DEC], forward() does not swap it in: do it here (zoo-notes pitfall 13).
+        # generate() starts from [DEC], forward() does not swap it in: do it here (else training and inference
+        # see different first tokens).
         x[:, 0] = dec
         labels = x.masked_fill(m == 0, -100)  # no loss on pads; [SEP] is kept so decoding learns to stop
         # The vision tower runs once per image, its tokens shared by the image's n_caps references.

@@ -57,7 +57,8 @@ def build_tokenizer(words: list[str]) -> Any:
         vpath, mpath = Path(tmp) / "vocab.json", Path(tmp) / "merges.txt"
         vpath.write_text(json.dumps(vocab), encoding="utf-8")
         mpath.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
-        # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (zoo-notes pitfall 12).
+        # Positional paths: CLIPTokenizer ignores vocab_file=/merges_file= keywords (and then tokenise to
+        # garbage ids).
         return CLIPTokenizer(str(vpath), str(mpath), model_max_length=MAX_TEXT)
 
 

@@ -73,7 +73,7 @@ def build(words: list[str]) -> tuple[Any, Any]:
         unk_token="<unk>",
         padding_side="left",
         model_max_length=256,
-        # Gemma3Processor reads these attributes (zoo-notes pitfall 5).
+        # Gemma3Processor reads boi/eoi/image tokens from the tokenizer; they persist in its config.
         extra_special_tokens={
             "boi_token": "<start_of_image>",
             "eoi_token": "<end_of_image>",

@@ -5,7 +5,8 @@ adapter's SegmentRegionFeatures (foreground blobs), whose parameters are stored 
 checkpoint reloads through the LXMERT adapter with no options.
 
 Trained on the full question mix from the start, the model settles on the blind per-type answer prior
-and never looks at the image (zoo-notes). A curriculum avoids that plateau: first only "what colour is
+and never looks at the image (measured: accuracy equal to the swapped-image control). A curriculum avoids that
+plateau: first only "what colour is
 X" questions, where the prior is useless (8 colours) and the only way to lower the loss is to find X
 among the regions; then every single-attribute query; then every question, zero-hop ones oversampled.
 """

@@ -82,7 +82,7 @@ def build(words: list[str]) -> tuple[Any, Any]:
         "num_attention_heads": TEXT["heads"],
         "num_key_value_heads": TEXT["kv_heads"],
         "max_position_embeddings": 256,
-        # mrope sections must sum to head_dim / 2 (zoo-notes pitfall 4).
+        # mrope sections must sum to head_dim / 2, or Qwen2.5-VL's rotary embedding fails.
         "rope_scaling": {"type": "mrope", "mrope_section": _mrope(head_dim // 2), "rope_theta": 10000.0},
         "tie_word_embeddings": True,
         "bos_token_id": ids["<|endoftext|>"],
@@ -114,7 +114,7 @@ def build(words: list[str]) -> tuple[Any, Any]:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.do_sample = False
-    # Sizes are pixel counts (min/max pixels), not edges (zoo-notes pitfall 3).
+    # Qwen's shortest/longest_edge are pixel counts (min/max pixels), not edges, in transformers 5.
     improc = Qwen2VLImageProcessorPil(
         size={"shortest_edge": IMAGE * IMAGE, "longest_edge": IMAGE * IMAGE},
         patch_size=PATCH,

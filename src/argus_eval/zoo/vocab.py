@@ -50,7 +50,8 @@ def word_level(specials: Sequence[str], words: Sequence[str], template: str | No
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
     )
-    # Specials must match before pre-tokenisation splits them at their punctuation (zoo-notes pitfall 10).
+    # Specials must match before pre-tokenisation splits them at their punctuation (else they never match as
+    # one token).
     tok.add_special_tokens(list(specials))
     if template is not None:
         used = [s for s in specials if s in template.split()]
