@@ -8,6 +8,7 @@ compute BLEU / CIDEr-D (sparse, vectorised) and ROUGE-L while METEOR loads, then
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from argus_eval.metrics._ngrams import ngram_counts_text
 from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.cider import cider_d
-from argus_eval.metrics.meteor import MeteorProcess, shared_meteor
+from argus_eval.metrics.meteor import MeteorPool, shared_meteor
 from argus_eval.metrics.rouge import rouge_l
 
 # metric name (pycocoevalcap's key) -> the scorer group that computes it
@@ -117,15 +118,21 @@ def _resolve_metrics(metrics: Sequence[str] | None) -> list[str]:
 
 
 def _per_image_metrics(
-    tok: _Tokenised, groups: set[str], meteor: MeteorProcess | None, spice_corenlp_dir: str | Path | None
+    tok: _Tokenised, groups: set[str], meteor: MeteorPool | None, spice_corenlp_dir: str | Path | None
 ) -> tuple[dict[str, float], dict[str, NDArray[np.float64]], dict[str, str], NDArray[np.float64] | None]:
-    """Corpus values, per-image values, skipped reasons and the BLEU stats, for the requested groups."""
+    """Corpus values, per-image values, skipped reasons and the BLEU stats, for the requested groups.
+
+    METEOR runs in the JVMs while this thread computes BLEU, CIDEr-D and ROUGE_L."""
     n = len(tok.keys)
     corpus: dict[str, float] = {}
     per: dict[str, NDArray[np.float64]] = {}
     skipped: dict[str, str] = {}
     stats = None
+    pending = None
+    pool = ThreadPoolExecutor(max_workers=1) if meteor is not None else None
     try:
+        if pool is not None and meteor is not None:
+            pending = pool.submit(meteor.score, tok.candidates, tok.references)
         if groups & {"bleu", "cider"}:
             counts, ref_image, cand_len, ref_len = _bleu_cider_inputs(tok)
             if "bleu" in groups:
@@ -140,11 +147,11 @@ def _per_image_metrics(
         if "rouge" in groups:
             per["ROUGE_L"] = rouge_l(tok.candidates, tok.references)
             corpus["ROUGE_L"] = float(np.mean(per["ROUGE_L"]))
-        if meteor is not None:
-            corpus["METEOR"], per["METEOR"] = meteor.score(tok.candidates, tok.references)
+        if pending is not None:
+            corpus["METEOR"], per["METEOR"] = pending.result()
     finally:
-        if meteor is not None:
-            meteor.release()
+        if pool is not None:
+            pool.shutdown(wait=True)
     if "spice" in groups:
         if spice_corenlp_dir is None:
             skipped["SPICE"] = (
@@ -176,13 +183,9 @@ def score_captions(
     names = _resolve_metrics(metrics)
     groups = {METRIC_GROUPS[m] for m in names}
     _check_inputs(candidates, references)
-    meteor = shared_meteor() if "meteor" in groups else None
-    try:
-        tok = _tokenise(candidates, references)
-    except BaseException:
-        if meteor is not None:
-            meteor.release()
-        raise
+    # started before tokenising, so the JVMs load their paraphrase tables meanwhile
+    meteor = shared_meteor(len(candidates)) if "meteor" in groups else None
+    tok = _tokenise(candidates, references)
     corpus, per, skipped, _ = _per_image_metrics(tok, groups, meteor, spice_corenlp_dir)
     out: dict[str, Any] = {m: corpus[m] for m in names if m in corpus}
     if per_sample:
@@ -211,13 +214,8 @@ def caption_components(
     names = _resolve_metrics(metrics)
     groups = {METRIC_GROUPS[m] for m in names} - {"spice"}
     _check_inputs(candidates, references)
-    meteor = shared_meteor() if "meteor" in groups else None
-    try:
-        tok = _tokenise(candidates, references)
-    except BaseException:
-        if meteor is not None:
-            meteor.release()
-        raise
+    meteor = shared_meteor(len(candidates)) if "meteor" in groups else None
+    tok = _tokenise(candidates, references)
     _, per, _, stats = _per_image_metrics(tok, groups, meteor, None)
     comp = np.full((len(tok.keys), len(COMPONENT_NAMES)), np.nan, dtype=np.float64)
     if stats is not None:

@@ -9,10 +9,13 @@ returned too (their mean is *not* the corpus score).
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
 import numpy as np
@@ -44,6 +47,16 @@ class MeteorProcess:
         self, candidates: Sequence[str], references: Sequence[Sequence[str]]
     ) -> tuple[float, NDArray[np.float64]]:
         """Corpus METEOR and per-segment scores for tokenised candidates and references."""
+        try:
+            return self.evaluate(self.stats(candidates, references, keep_open=True))
+        finally:
+            if not self.persistent:
+                self.close()
+
+    def stats(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], keep_open: bool = False
+    ) -> list[str]:
+        """The jar's SCORE statistics line of each segment (each depends on its segment alone)."""
         assert self._proc.stdin is not None and self._proc.stdout is not None
         stdin, stdout = self._proc.stdin, self._proc.stdout
         lines = []
@@ -51,38 +64,49 @@ class MeteorProcess:
             # pycocoevalcap's Meteor._stat cleaning of the hypothesis
             hyp = cand.replace("|||", "").replace("  ", " ")
             lines.append(" ||| ".join(("SCORE", " ||| ".join(refs), hyp)) + "\n")
-        self._lock.acquire()
-        try:
+        with self._exchange(keep_open):
             # a writer thread keeps the pipes from filling up while we read the answers
             writer = threading.Thread(target=_write_all, args=(stdin, "".join(lines).encode()))
             writer.start()
-            stats = [stdout.readline().decode().strip() for _ in lines]
+            out = [stdout.readline().decode().strip() for _ in lines]
             writer.join()
+        return out
+
+    def evaluate(self, stats: Sequence[str]) -> tuple[float, NDArray[np.float64]]:
+        """Per-segment scores and the corpus aggregate over the summed statistics (one EVAL line)."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        with self._exchange(keep_open=True):
             stdin.write(("EVAL ||| " + " ||| ".join(stats) + "\n").encode())
             stdin.flush()
-            per = np.array([float(stdout.readline().strip()) for _ in lines], dtype=np.float64)
+            per = np.array([float(stdout.readline().strip()) for _ in stats], dtype=np.float64)
             corpus = float(stdout.readline().strip())
+        return corpus, per
+
+    @contextlib.contextmanager
+    def _exchange(self, keep_open: bool) -> Iterator[None]:
+        """One locked round trip with the JVM; a failure names the fix and retires the process."""
+        self._lock.acquire()
+        try:
+            yield
         except (ValueError, OSError) as exc:
+            self.persistent = False
+            self.close()
             raise MetricError(
                 f"METEOR jar gave no usable output ({exc}); check Java has 2 GB heap free "
                 "or drop METEOR from metrics"
             ) from exc
         except BaseException:
             self.persistent = False  # a failed exchange leaves the stream out of step: never reuse it
+            self.close()
             raise
         finally:
             self._lock.release()
-            if not self.persistent:
+            if not keep_open and not self.persistent:
                 self.close()
-        return corpus, per
 
     def alive(self) -> bool:
         return self._proc.poll() is None
-
-    def release(self) -> None:
-        """Close unless this is the shared persistent process (callers' error paths use this)."""
-        if not self.persistent:
-            self.close()
 
     def close(self) -> None:
         """Stop the JVM and remove the temp dir."""
@@ -101,19 +125,68 @@ def _write_all(stream: IO[bytes], data: bytes) -> None:
     stream.flush()
 
 
-_SHARED: list[MeteorProcess] = []
+# Segments per extra JVM: below this a second JVM's start (its paraphrase table load) costs more than
+# it saves.
+SEGMENTS_PER_WORKER = 2000
+
+
+class MeteorPool:
+    """Persistent METEOR JVMs: SCORE statistics of contiguous chunks of the corpus in parallel, then one
+    EVAL over all of them in the first JVM. The statistics of a segment depend on that segment only, so
+    the result equals one JVM scoring the whole corpus."""
+
+    def __init__(self) -> None:
+        self.workers: list[MeteorProcess] = []
+
+    def ensure(self, n: int) -> None:
+        """At least n live workers (started now, so they load while the caller tokenises)."""
+        self.workers = [w for w in self.workers if w.alive() and w.persistent]
+        while len(self.workers) < n:
+            proc = MeteorProcess(persistent=True)
+            atexit.register(proc.close)
+            self.workers.append(proc)
+
+    def score(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[float, NDArray[np.float64]]:
+        """Corpus METEOR and per-segment scores, as MeteorProcess.score on one JVM."""
+        self.ensure(1)
+        k = max(1, min(len(self.workers), len(candidates) // SEGMENTS_PER_WORKER))
+        bounds = [len(candidates) * i // k for i in range(k + 1)]
+        chunks = [(bounds[i], bounds[i + 1]) for i in range(k)]
+        with ThreadPoolExecutor(max_workers=k) as ex:
+            parts = list(
+                ex.map(
+                    lambda w_c: w_c[0].stats(
+                        candidates[w_c[1][0] : w_c[1][1]], references[w_c[1][0] : w_c[1][1]]
+                    ),
+                    zip(self.workers, chunks, strict=False),
+                )
+            )
+        return self.workers[0].evaluate([line for part in parts for line in part])
+
+
+# Cores per METEOR JVM: its paraphrase-table load keeps several GC and compiler threads busy, and on a
+# 2-core machine two JVMs starting together took 30 s where one took 13 s.
+CORES_PER_WORKER = 4
+
+
+def meteor_workers(n_segments: int) -> int:
+    """JVMs worth starting for a corpus: one per SEGMENTS_PER_WORKER segments and CORES_PER_WORKER cores."""
+    by_cores = (os.cpu_count() or 1) // CORES_PER_WORKER
+    return max(1, min(by_cores, n_segments // SEGMENTS_PER_WORKER))
+
+
+_SHARED: list[MeteorPool] = []
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_meteor() -> MeteorProcess:
-    """One persistent METEOR JVM per Python process: its start and paraphrase-table load dominate
-    METEOR's cost, and -stdio mode serves any number of SCORE/EVAL rounds (as pycocoevalcap's does)."""
+def shared_meteor(n_segments: int = 0) -> MeteorPool:
+    """The process's persistent METEOR JVMs, enough for n_segments: their start and paraphrase-table
+    load dominate METEOR's cost, and -stdio mode serves any number of SCORE/EVAL rounds (as
+    pycocoevalcap's does)."""
     with _SHARED_LOCK:
-        if not _SHARED or not _SHARED[0].alive() or not _SHARED[0].persistent:
-            if _SHARED:
-                _SHARED[0].close()
-                _SHARED.clear()
-            proc = MeteorProcess(persistent=True)
-            _SHARED.append(proc)
-            atexit.register(proc.close)
+        if not _SHARED:
+            _SHARED.append(MeteorPool())
+        _SHARED[0].ensure(meteor_workers(n_segments))
         return _SHARED[0]
