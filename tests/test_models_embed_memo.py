@@ -56,3 +56,24 @@ def test_bypassed_computes_afresh_with_the_same_bits() -> None:
         got = clip.embed_texts(TEXTS)
     assert clip.forward_calls - before == 3  # 9 texts at batch 4
     np.testing.assert_array_equal(got, want)
+
+
+def test_lxmert_region_features_once_per_image() -> None:
+    lx = load_tiny("lxmert-vqa", batch_size=4)
+    ims = tiny_images(3, seed=14)
+    seen: list[int] = []
+    original = lx.region_provider.regions
+
+    def counting(images: list[np.ndarray]) -> object:
+        seen.append(len(images))
+        return original(images)
+
+    lx.region_provider.regions = counting
+    questions = ["what color is the cube?"] * 6
+    first = lx.classify([*ims, *ims], questions)  # each image asked twice
+    again = lx.classify([im.copy() for im in ims], questions[:3])
+    assert sum(seen) == 3
+    np.testing.assert_allclose(again, first[:3], atol=1e-5)  # the model's batch of 6 vs 3: rounding only
+    with bypassed():  # profiling: computed afresh, same values
+        np.testing.assert_array_equal(lx.classify(ims, questions[:3]), again)
+    assert sum(seen) == 6

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import CapabilityError, ModelLoadError
+from argus_eval.models.embed_memo import EmbeddingMemo, image_key
 from argus_eval.models.hf_common import (
     HFAdapterBase,
     LoadRequest,
@@ -29,6 +30,7 @@ from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
 from argus_eval.models.regions import (
     CONFIG_KEY,
     REGION_PROVIDERS,
+    RegionBatch,
     RegionFeatureProvider,
     load_precomputed,
     provider_from_config,
@@ -52,13 +54,26 @@ class LxmertAdapter(HFAdapterBase):
         super().__init__(req, model, caps)
         self.tokenizer = tokenizer
         self.region_provider = regions
+        self._region_memo: EmbeddingMemo[ImageArray] = EmbeddingMemo(self._region_rows, limit=20_000)
         id2label = getattr(model.config, "id2label", None) or {}
         self.labels: tuple[str, ...] = (
             tuple(str(id2label[i]) for i in sorted(id2label)) if CLASSIFY in caps else ()
         )
 
-    def _forward(self, images: Sequence[ImageArray], texts: Sequence[str]) -> Any:
+    def _region_rows(self, images: list[ImageArray]) -> NDArray[np.float32]:
+        """(n, R, F + 4): each image's region features with its boxes appended (one memo entry)."""
         reg = self.region_provider.regions(images)
+        rows: NDArray[np.float32] = np.concatenate([reg.features, reg.boxes], axis=2).astype(np.float32)
+        return rows
+
+    def _regions(self, images: Sequence[ImageArray]) -> RegionBatch:
+        """Region features once per image content: five questions share an image, and text-only
+        conditions share every image (a provider treats each image on its own, so nothing else changes)."""
+        rows = self._region_memo.lookup([image_key(im) for im in images], images)
+        return RegionBatch(np.ascontiguousarray(rows[..., :-4]), np.ascontiguousarray(rows[..., -4:]))
+
+    def _forward(self, images: Sequence[ImageArray], texts: Sequence[str]) -> Any:
+        reg = self._regions(images)
         enc = self.tokenizer(list(texts), padding="longest", truncation=True, return_tensors="pt")
         inputs = self.to_device(
             {
