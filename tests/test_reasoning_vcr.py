@@ -67,6 +67,7 @@ def test_q2a_qa2r_and_q2ar_equal_hand_counts(tmp_path: Path) -> None:
     assert res.metrics["Q->AR"] == Q_AR
     assert res.metrics[JOINT] == JOINT16
     assert res.primary == Q_A  # the paper's figure
+    assert res.chance == 0.25  # Q->A's chance: one of four answers (not pooled with the 16-way items)
     assert "accuracy" not in res.metrics  # the modes never pool into one accuracy
     assert res.breakdown["accuracy_by"] == {"mode": {"joint16": JOINT16, "q2a": Q_A, "qa2r": QA_R}}
     sums = res.components.sum(0)[None, :]

@@ -27,7 +27,7 @@ from argus_eval.models.protocols import (
     Model,
 )
 from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions
-from argus_eval.tasks.reasoning_schemes import Scheme, accuracy_by, scheme_of
+from argus_eval.tasks.reasoning_schemes import Scheme, accuracy_by, mean_scheme, scheme_of
 from argus_eval.tasks.records import Record
 
 LETTERS = string.ascii_uppercase
@@ -63,13 +63,16 @@ def _candidates(sample: Sample, dataset: Dataset) -> tuple[str, ...]:
     return typed_candidates(sample, dataset.answer_vocab)
 
 
-def chance_level(samples: Sequence[Sample], dataset: Dataset) -> float | None:
-    """Mean over samples of 1 / (number of candidate answers of the question's answer type): what a
-    uniform guess among the candidates a choosing protocol scores gets. None when a sample has none."""
+def chance_level(samples: Sequence[Sample], dataset: Dataset, scheme: Scheme = mean_scheme) -> float | None:
+    """The primary score of a uniform guess among each question's candidate answers (its answer type's,
+    or its choices): the scheme's finish over per-item chances 1 / (number of candidates), so a VCR
+    cell's chance is that of Q->A over its q2a items alone. None when a question has no candidate."""
     sizes = [len(_candidates(s, dataset)) for s in samples]
     if not sizes or min(sizes) == 0:
         return None
-    return float(np.mean([1.0 / n for n in sizes]))
+    guess = [1.0 / n for n in sizes]
+    cell = scheme(samples, [""] * len(samples), guess)
+    return float(cell.finish(cell.components.sum(0)[None, :])[0])
 
 
 class ReasoningTask(Task):
@@ -243,7 +246,7 @@ class ReasoningTask(Task):
             metrics=metrics,
             breakdown=breakdown,
             extras=cell.extras,
-            chance=chance_level(kept, dataset),
+            chance=chance_level(kept, dataset, scheme),
             chance_basis="uniform over the candidate answers of each question's answer type",
         )
 
