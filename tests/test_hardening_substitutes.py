@@ -38,3 +38,22 @@ def test_cells_a_substitute_cannot_serve_are_left_out_and_named(tmp_path: Path) 
     ran = {(c.task.name, c.dataset.name) for c in out.plan.cells}
     assert ran == {("retrieval", "k3")}
     assert out.results["manifest"]["skipped"] == out.plan.skipped
+
+
+def test_a_ray_worker_reports_a_cell_it_cannot_run_instead_of_failing(tmp_path: Path) -> None:
+    from argus_eval.models.loading import load_model
+    from argus_eval.runner.local import ModelPool
+    from argus_eval.runner.pipeline import plan_run
+    from argus_eval.runner.ray_worker import ModelWorker
+    from argus_eval.runner.store import Store
+
+    cfg = karpathy_config(tmp_path / "data")
+    cfg["tasks"] = ["captioning"]  # a dual encoder and no caption bank
+    with Store(tmp_path / "s.sqlite") as store:
+        pool = ModelPool(load_model)
+        cell = plan_run(parse_config(cfg, "test"), store, pool).cells[0]
+        pool.close()
+    worker = ModelWorker(cell.model, load_model)
+    worker._cells[cell.key] = cell  # what the actor fetches from the object store on its first shard
+    result = worker.run_shard(cell.key, [None], [[0, 1], [2]], 0)
+    assert result.batches == [] and result.left_out is not None and "no caption bank" in result.left_out

@@ -98,6 +98,7 @@ class _Driver:
         self.worker_cls = ray.remote(ModelWorker)
         self.token = secrets.token_hex(4)
         self.cell_refs: dict[str, Any] = {}
+        self.left_out: list[tuple[Cell, str]] = []  # cells a worker found it cannot run, and why
         self.inflight: dict[Any, tuple[_ModelRun, int, Shard]] = {}
         self.stats = ExecStats()
 
@@ -188,6 +189,10 @@ class _Driver:
 
     def _write(self, shard: Shard, result: ShardResult, advance: Callable[[Shard, int], None]) -> None:
         self.stats.remote_forward_calls += result.forward_calls
+        if result.left_out is not None:
+            self.left_out.append((shard.cell, result.left_out))
+            advance(shard, shard.size)
+            return
         for pos, records in zip(shard.batches, result.batches, strict=True):
             failed = [r for r in records if r.error is not None]
             if failed and self.strict:
@@ -251,4 +256,7 @@ def ray_executor(
                 )
 
             driver = _Driver(ray, opts, requests, pool.loader, store, run_seed, strict)
-            return driver.run(shards, advance)
+            stats = driver.run(shards, advance)
+    for cell, reason in driver.left_out:
+        plan.leave_out(cell, reason)
+    return stats

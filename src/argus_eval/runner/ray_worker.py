@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from argus_eval.errors import CapabilityError
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.local import ModelLoader, run_batch
@@ -24,6 +25,8 @@ class ShardResult:
 
     batches: list[list[Record]]
     forward_calls: int
+    # Why the task cannot run this cell at all (its inputs are missing); the driver leaves it out.
+    left_out: str | None = None
 
 
 class ModelWorker:
@@ -51,5 +54,8 @@ class ModelWorker:
 
             cell = self._cells[key] = ray.get(cell_box[0])
         before = self._model.forward_calls
-        out = [run_batch(cell, self._model, list(pos), run_seed) for pos in batches]
+        try:
+            out = [run_batch(cell, self._model, list(pos), run_seed) for pos in batches]
+        except CapabilityError as e:  # as in the local executor: the cell is left out and named
+            return ShardResult([], self._model.forward_calls - before, left_out=str(e))
         return ShardResult(out, self._model.forward_calls - before)
