@@ -80,6 +80,8 @@ def test_failed_records_heal_on_rerun_and_no_secret_is_written(
     printed = buf.getvalue()
     assert f"retried failures: {n}" in printed and "failed samples: 0" in printed
     assert f"note: {n} generated answers were longer than their model's max_answer_chars" in printed
+    log = json.loads((out / "run_log.json").read_text())
+    assert log["answers_cut"] == n and log["retried_failed"] == n
     results = json.loads((out / "results.json").read_text())
     assert sum(c["failed"] for c in results["cells"]) == 0
     with (out / "samples.jsonl").open() as fh:

@@ -153,6 +153,7 @@ def run(
         "timing_trials_reused": profiles.reused_trials,
         "recomputed_stale": stats.stale,
         "retried_failed": stats.retried,
+        "answers_cut": stats.answers_cut,
         "samples_jsonl_lines": n_samples,
     }
     with writing(out_dir / "run_log.json"):
