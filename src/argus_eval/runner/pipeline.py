@@ -113,10 +113,13 @@ def run(
             plan.retry_failed = retry_failed
             require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
+            t_exec = time.perf_counter()
             stats = executor(plan, store, pool, cfg.seed, strict, quiet, None, cfg.executor_options)
             require_cells(plan)  # every cell may have been left out at run time (inputs missing)
+            t_prof = time.perf_counter()
             # after every cell, so that all models are timed side by side, interleaved (profiling.py)
             profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else Profiles()
+            t_score = time.perf_counter()
             stats.forward_calls = pool.forward_calls + stats.remote_forward_calls
         finally:
             pool.close()
@@ -147,6 +150,12 @@ def run(
         (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
     log = {
         "wall_seconds": round(time.perf_counter() - t0, 3),
+        "phase_seconds": {  # where the time went: plan (data, model info), cells, timing trials, scoring
+            "plan": round(t_exec - t0, 3),
+            "execute": round(t_prof - t_exec, 3),
+            "timing_trials": round(t_score - t_prof, 3),
+            "score_and_write": round(time.perf_counter() - t_score, 3),
+        },
         "forward_calls": stats.forward_calls,
         "records_written": stats.records_written,
         "failed": stats.failed,
