@@ -252,7 +252,10 @@ def make_run(
             card["models"][s.name]["efficiency"]["projections"] = s.efficiency["projections"]
     results: dict[str, Any] = {
         "schema": "argus-eval/results/1",
+        "axes": card["axes"],
         "models": card["models"],
+        "comparison": card["comparison"],
+        "below_chance": card["below_chance"],
         "rankings": card["rankings"],
         "gap": card["gap"],
         "scorecard_cells": card["cells"],

@@ -234,6 +234,7 @@ def test_to_json_is_plain_and_deterministic() -> None:
     assert list(js) == [
         "schema",
         "options",
+        "axes",
         "models",
         "rankings",
         "gap",

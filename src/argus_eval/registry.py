@@ -42,6 +42,10 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = obj
 
+    def unregister(self, name: str) -> None:
+        """Remove an entry (a plugin or test that registered it takes it back); absent names are ignored."""
+        self._entries.pop(name, None)
+
     def _load_plugins(self) -> None:
         if self._plugins_loaded or self._group is None:
             return

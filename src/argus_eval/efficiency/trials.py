@@ -2,8 +2,9 @@
 
 A trial is one latency figure (the fastest of `repeats` batch-1 calls: load on a shared machine only
 ever adds time, so the minimum is the stable estimate, as timeit advises) and one throughput figure
-(samples per second of a batch). Trials of all models are interleaved by the runner (A B C A B C ...) so that load
-drift on a shared machine hits every model alike; the bootstrap resamples trials, so E gets an interval.
+(samples per second of a batch). Trials of all models are interleaved by the runner (A B C A B C ...)
+so that load drift on a shared machine hits every model alike; the bootstrap resamples trials, so E
+gets an interval.
 Memory and FLOPs do not depend on load and are measured once per (model, task).
 """
 

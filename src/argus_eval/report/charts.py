@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus_eval.report.tables import efficiency_profiles
+from argus_eval.report.validate import radar_axes_of
 
-RADAR_AXES = ("P", "CDC", "RR", "E")
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 _MARGIN = {"l": 60, "r": 30, "t": 60, "b": 50}
 _LEGEND_BELOW = {"orientation": "h", "y": -0.22, "x": 0, "font": {"size": 11}}
@@ -57,11 +57,12 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
 
 def radar(results: Mapping[str, Any]) -> Chart:
     """Each model's P, CDC, RR, E on one polar chart (undefined terms leave a gap)."""
-    theta = [*RADAR_AXES, RADAR_AXES[0]]
+    radar_axes = radar_axes_of(results)
+    theta = [*radar_axes, radar_axes[0]]
     data = []
     for i, (name, m) in enumerate(results["models"].items()):
         r = [m.get(a) for a in theta]
-        undefined = ", ".join(a for a in RADAR_AXES if m.get(a) is None)
+        undefined = ", ".join(a for a in radar_axes if m.get(a) is None)
         label = f"{name} (undefined: {undefined})" if undefined else name
         data.append(
             {

@@ -19,7 +19,7 @@ import numpy as np
 from argus_eval.errors import ResultsError
 from argus_eval.report.build import read_results
 from argus_eval.report.samples import CellKey, scores_by_cell
-from argus_eval.report.validate import AXES
+from argus_eval.report.validate import axes_of
 
 _CHUNK_VALUES = 2_000_000  # resample indices held in memory at once
 
@@ -126,7 +126,7 @@ def _axis_diffs(ra: dict[str, Any], rb: dict[str, Any], models: list[str]) -> li
     out = []
     for m in models:
         ma, mb = ra["models"][m], rb["models"][m]
-        for axis in AXES:
+        for axis in dict.fromkeys((*axes_of(ra), *axes_of(rb))):
             out.append(
                 AxisDiff(
                     m,

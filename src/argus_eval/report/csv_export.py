@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from argus_eval.report.tables import scorecard_intervals
-from argus_eval.report.validate import AXES
+from argus_eval.report.validate import axes_of
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -32,7 +32,7 @@ def _write(rows: Sequence[Sequence[Any]]) -> str:
 def scorecard_csv(results: Mapping[str, Any]) -> str:
     """One row per model: each axis with its interval bounds and undefined reason, ranks and shift."""
     header: list[str] = ["model"]
-    for axis in AXES:
+    for axis in axes_of(results):
         header += [axis, f"{axis}_lo", f"{axis}_hi", f"{axis}_undefined_reason"]
     header += ["capability_rank", "overall_rank", "rank_shift"]
     rk = results.get("rankings") or {}
@@ -42,7 +42,7 @@ def scorecard_csv(results: Mapping[str, Any]) -> str:
     rows: list[list[Any]] = [header]
     for name, m in results["models"].items():
         row: list[Any] = [name]
-        for axis in AXES:
+        for axis in axes_of(results):
             iv = (m.get("intervals") or {}).get(axis) or [None, None]
             row += [m.get(axis), iv[0], iv[1], (m.get("undefined") or {}).get(axis)]
         row += [cap.get(name), ovr.get(name), shift.get(name)]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus_eval.report import fmt
-from argus_eval.report.validate import AXES
+from argus_eval.report.validate import axes_of
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def scorecard(results: Mapping[str, Any]) -> Table:
     t = Table(
         "scorecard",
         "Scorecard",
-        ["model", *AXES, "capability rank", "overall rank", "rank shift"],
+        ["model", *axes_of(results), "capability rank", "overall rank", "rank shift"],
         caption=caption + " R = mean(CDC, RR). Rank shift: capability rank minus overall rank "
         "(positive: the model moves up once reliability counts).",
     )
@@ -67,7 +67,7 @@ def scorecard(results: Mapping[str, Any]) -> Table:
         m = results["models"][name]
         undefined = m.get("undefined") or {}
         row = [_t(name)]
-        for axis in AXES:
+        for axis in axes_of(results):
             if m.get(axis) is None:
                 row.append(TCell("undefined", str(undefined.get(axis, "no reason recorded")), undefined=True))
             else:

@@ -12,8 +12,30 @@ from typing import Any
 
 from argus_eval.errors import ResultsError
 
-AXES = ("P", "CDC", "RR", "E", "ARGUS", "R")
-SCORECARD_AXES = ("P", "CDC", "RR", "E", "ARGUS")
+AXES = ("P", "CDC", "RR", "E", "ARGUS", "R")  # results.json written before it listed its axes
+RADAR_AXES = ("P", "CDC", "RR", "E")
+
+
+def _declared(results: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    raw = results.get("axes")
+    if not isinstance(raw, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("name"), str) for a in raw
+    ):
+        return None
+    return raw
+
+
+def axes_of(results: Mapping[str, Any]) -> tuple[str, ...]:
+    """The axes a results.json declares (scoring's axis registry), in display order; the fixed six for a
+    results.json written before axes were declared."""
+    declared = _declared(results)
+    return AXES if declared is None else tuple(str(a["name"]) for a in declared)
+
+
+def radar_axes_of(results: Mapping[str, Any]) -> tuple[str, ...]:
+    """The base axes drawn on the radar chart."""
+    declared = _declared(results)
+    return RADAR_AXES if declared is None else tuple(str(a["name"]) for a in declared if a.get("radar"))
 
 
 class _Checker:
@@ -61,10 +83,10 @@ class _Checker:
             self.num(v, f"{where}[{i}]")
 
 
-def _check_model(c: _Checker, name: str, m: Any) -> None:
+def _check_model(c: _Checker, name: str, m: Any, axes: tuple[str, ...] = AXES) -> None:
     where = f"models[{name!r}]"
     m = c.obj(m, where)
-    for axis in AXES:
+    for axis in axes:
         c.num(c.key(m, axis, where), f"{where}.{axis}")
     for reason_axis, reason in c.obj(m.get("undefined", {}), f"{where}.undefined").items():
         c.text(reason, f"{where}.undefined.{reason_axis}")
@@ -152,8 +174,10 @@ def check_results(data: Any, path: Path) -> dict[str, Any]:
             c.fail(repr(key), "is missing")
     if not str(data["schema"]).startswith("argus-eval/results/"):
         raise ResultsError(f"{path}: field 'schema' is {data['schema']!r}, not an ARGUS-EVAL results file")
+    if "axes" in data and _declared(data) is None:
+        c.fail("axes", "must be a list of objects with a 'name'")
     for name, m in c.obj(data["models"], "models").items():
-        _check_model(c, name, m)
+        _check_model(c, name, m, axes_of(data))
     _check_rankings(c, data)
     _check_cells(c, data)
     c.obj(data["manifest"], "manifest")

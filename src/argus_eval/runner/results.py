@@ -149,6 +149,7 @@ def build_results(
             if card["models"].get(name, {}).get("efficiency"):
                 card["models"][name]["efficiency"]["projections"] = proj
     return {
+        "axes": card["axes"],
         "models": card["models"],
         "rankings": card["rankings"],
         "gap": card["gap"],

@@ -8,19 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from argus_eval.scoring.axes import (
-    argus_axis,
-    capability_axis,
-    cdc_axis,
-    reliability_axis,
-    retention_axis,
-    retention_ratios,
-)
+from argus_eval.scoring.axes import retention_ratios
+from argus_eval.scoring.axis_registry import AxisInputs, axis_specs
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.reliance import is_control
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellKey, FloatArray, parse_condition
-
-AXES = ("P", "CDC", "RR", "E", "ARGUS", "R")
 
 
 @dataclass(frozen=True)
@@ -120,19 +112,14 @@ def model_rows(
         ratio = retention_ratios(c, scores[k])
         ratios[label] = ratio
         retention.append(RetentionRows(k, c, scores[k], ratio, flips.get(k)))
-    cdc = cdc_axis(consistent, options.cdc_variant)
-    cdc.detail["below_chance"] = {
+    e = efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows)
+    below = {
         f"{k.task}/{k.dataset}": f"score at or below chance ({lvl:.3f})"
         for k, lvl in sorted(floor.items())
         if k.model == model
     }
-    e = efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows)
-    axes = {
-        "P": capability_axis(clean, expected),
-        "CDC": cdc,
-        "RR": retention_axis(ratios, unpaired),
-        "E": e,
-    }
-    axes["ARGUS"] = argus_axis(axes, options.weights.as_dict())
-    axes["R"] = reliability_axis(axes["CDC"], axes["RR"])
+    axes: dict[str, AxisSeries] = {}
+    for spec in axis_specs():  # in order: an axis may read the ones before it (ARGUS, R)
+        inputs = AxisInputs(model, clean, consistent, below, expected, ratios, unpaired, e, options, axes)
+        axes[spec.name] = spec.compute(inputs)
     return ModelRows(axes, retention, _severity_curves(retention))

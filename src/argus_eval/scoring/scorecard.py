@@ -13,8 +13,9 @@ import numpy as np
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
 from argus_eval.scoring.axes import efficiency_axis
+from argus_eval.scoring.axis_registry import axis_names, axis_specs
 from argus_eval.scoring.efficiency_axis import efficiency_from_timings
-from argus_eval.scoring.engine import AXES, ModelRows, at_or_below_chance, expected_datasets, model_rows
+from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
 from argus_eval.scoring.headtohead import HeadToHead, head_to_head, pair_inputs
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
@@ -99,6 +100,7 @@ class Scorecard:
             {
                 "schema": SCHEMA,
                 "options": self.options.model_dump(mode="json"),
+                "axes": [spec.to_json() for spec in axis_specs()],
                 "models": {name: _model_json(card) for name, card in self.models.items()},
                 "rankings": _rankings_json(self),
                 "gap": {
@@ -163,12 +165,13 @@ def _comparison_json(h: HeadToHead) -> dict[str, Any]:
 
 
 def _model_json(card: ModelCard) -> dict[str, Any]:
-    out: dict[str, Any] = {axis: card.axes[axis].value for axis in AXES}
-    out["raw"] = {axis: card.axes[axis].raw for axis in AXES}
+    names = axis_names()
+    out: dict[str, Any] = {axis: card.axes[axis].value for axis in names}
+    out["raw"] = {axis: card.axes[axis].raw for axis in names}
     out["undefined"] = {
         axis: v.undefined_reason for axis, v in card.axes.items() if v.undefined_reason is not None
     }
-    out["detail"] = {axis: card.axes[axis].detail for axis in AXES}
+    out["detail"] = {axis: card.axes[axis].detail for axis in names}
     out["intervals"] = card.intervals
     out["retention"] = [
         {
@@ -340,8 +343,8 @@ def _build(
             for r, b in zip(mr.retention, br.retention if br is not None else mr.retention, strict=True)
         ]
         curves = {name: {s: _point(v) for s, v in c.items()} for name, c in mr.curves.items()}
-        card_intervals = {} if br is None else {a: interval(br.axes[a].values) for a in AXES}
-        axes = {a: mr.axes[a].point() for a in AXES}
+        card_intervals = {} if br is None else {a: interval(br.axes[a].values) for a in axis_names()}
+        axes = {a: mr.axes[a].point() for a in axis_names()}
         cards[m] = ModelCard(m, axes, card_intervals, retention, curves, eff.profiles.get(m))
     cell_list = [
         CellScore(
