@@ -76,10 +76,6 @@ class Confidence:
     tie: bool
 
 
-def _overlap(a: Interval, b: Interval) -> bool:
-    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
-
-
 def confidence(
     run: RunView, w: Weighting, winner: str, runner_up: str, scores: dict[str, float]
 ) -> Confidence:
