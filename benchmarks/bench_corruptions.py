@@ -13,7 +13,8 @@ from collections import defaultdict
 import numpy as np
 
 from argus_eval.perturb.conditions import Condition, derive_seed, expand_conditions
-from argus_eval.perturb.image import corrupt, corrupt_many, make_pool
+from argus_eval.perturb.image import corrupt
+from argus_eval.perturb.parallel import corrupt_many, make_pool
 
 
 def make_images(n: int, size: int) -> list[np.ndarray]:

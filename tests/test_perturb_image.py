@@ -7,15 +7,8 @@ import pytest
 
 from argus_eval.errors import PerturbationError
 from argus_eval.perturb.conditions import CLEAN, Condition
-from argus_eval.perturb.image import (
-    ASPECT_FACTORS,
-    IMAGENET_C_NAMES,
-    corrupt,
-    corrupt_many,
-    get,
-    make_pool,
-    names,
-)
+from argus_eval.perturb.image import ASPECT_FACTORS, IMAGENET_C_NAMES, corrupt, get, names
+from argus_eval.perturb.parallel import corrupt_many, make_pool
 
 imagecorruptions = pytest.importorskip("imagecorruptions")
 ALL = names()

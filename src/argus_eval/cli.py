@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -39,14 +37,6 @@ err_console = Console(stderr=True)
 @app.callback()
 def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False) -> None:
     """Global options."""
-
-
-def default_config_path() -> Path:
-    return Path(str(resources.files("argus_eval") / "configs" / "default.yaml"))
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
 @app.command()
@@ -84,6 +74,7 @@ def run(
 ) -> None:
     """Evaluate the configured models (or the default suite) and write results.json, samples.jsonl, report."""
     from argus_eval.commands.run_cmd import dry_run_plan, run_command
+    from argus_eval.runner.config import default_config_path
 
     cfg_path = config or default_config_path()
     overrides: dict[str, Any] = {}

@@ -15,7 +15,7 @@ def profile_command(
 ) -> None:
     """Profile a model on the first clean cell of `task` over the config's datasets (default suite)."""
     from argus_eval.efficiency.record import FIELDS
-    from argus_eval.runner.config import load_config, parse_config
+    from argus_eval.runner.config import default_config_path, load_config, parse_config
     from argus_eval.runner.local import ModelPool
     from argus_eval.runner.pipeline import plan_run
     from argus_eval.runner.profiling import profile_plan
@@ -32,8 +32,6 @@ def profile_command(
         }
     )
     if base is None:
-        from argus_eval.cli import default_config_path
-
         data["datasets"] = load_config(default_config_path()).datasets[:1]
     cfg = parse_config(data, str(config or "argus profile"))
     import tempfile

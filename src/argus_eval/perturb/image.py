@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import suppress
+from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing import get_context
 from numbers import Integral
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -24,9 +21,6 @@ from PIL import Image
 from argus_eval.data.images import ImageArray, to_rgb_uint8
 from argus_eval.errors import PerturbationError, SampleError, UnknownNameError
 from argus_eval.registry import Registry
-
-if TYPE_CHECKING:
-    from argus_eval.perturb.conditions import Condition
 
 ImageFn = Callable[[ImageArray, int, int], Any]  # (uint8 HxWx3 image, severity 1..5, seed) -> array-like
 
@@ -54,7 +48,7 @@ _FAMILY = {"noise": IMAGENET_C_NAMES[0:3], "blur": IMAGENET_C_NAMES[3:7], "weath
            "digital": IMAGENET_C_NAMES[11:15]}  # fmt: skip
 _DETERMINISTIC = {"defocus_blur", "zoom_blur", "brightness", "contrast", "pixelate", "jpeg_compression"}
 _SEED_ARGUMENT = {"impulse_noise", "glass_blur"}  # these take seed= instead of reading the global state
-_REFERENCE_MIN_SIDE = 32  # imagecorruptions rejects smaller images
+REFERENCE_MIN_SIDE = 32  # imagecorruptions rejects smaller images
 _GLOBAL_STATE_LOCK = threading.Lock()  # NumPy's global RandomState is shared by every thread
 
 
@@ -154,8 +148,8 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArra
         raise PerturbationError(f"image perturbation {name!r}: cannot perturb this image ({e})") from None
     h, w = rgb.shape[:2]
     padded = rgb
-    if perturbation.family != "geometry" and min(h, w) < _REFERENCE_MIN_SIDE:
-        pad = ((0, max(0, _REFERENCE_MIN_SIDE - h)), (0, max(0, _REFERENCE_MIN_SIDE - w)), (0, 0))
+    if perturbation.family != "geometry" and min(h, w) < REFERENCE_MIN_SIDE:
+        pad = ((0, max(0, REFERENCE_MIN_SIDE - h)), (0, max(0, REFERENCE_MIN_SIDE - w)), (0, 0))
         padded = np.pad(rgb, pad, mode="symmetric")
     out = perturbation.fn(padded, int(severity), int(seed))
     return _as_uint8_rgb(out, padded.shape[0], padded.shape[1])[:h, :w].copy()
@@ -172,56 +166,3 @@ def _as_uint8_rgb(out: Any, h: int, w: int) -> ImageArray:
     if a.shape[:2] != (h, w):
         a = np.asarray(Image.fromarray(a).resize((w, h), Image.Resampling.BILINEAR))
     return np.ascontiguousarray(a)
-
-
-def _apply_job(job: tuple[np.ndarray, Condition, int]) -> np.ndarray:
-    from argus_eval.perturb.conditions import apply_image  # runtime import: conditions imports this module
-
-    image, condition, seed = job
-    return apply_image(condition, image, seed)
-
-
-def corrupt_many(
-    images: Sequence[np.ndarray],
-    conditions: Sequence[Condition],
-    seeds: Sequence[int],
-    processes: int = 1,
-    executor: Executor | None = None,
-) -> list[np.ndarray]:
-    """Apply conditions[i] with seeds[i] to images[i] for every i; processes > 1 uses a spawn process pool.
-
-    Results equal the serial path exactly (every call is seeded on its own). Clean and text conditions
-    return the image unchanged. A new pool costs each worker seconds (imports, numba compiling
-    glass_blur), so for many batches pass a long-lived `executor` (from `make_pool`) instead.
-    """
-    if not len(images) == len(conditions) == len(seeds):
-        raise PerturbationError(
-            f"corrupt_many needs as many conditions and seeds as images: "
-            f"{len(images)} images, {len(conditions)} conditions, {len(seeds)} seeds"
-        )
-    jobs = list(zip(images, conditions, seeds, strict=True))
-    if executor is not None:
-        return list(executor.map(_apply_job, jobs, chunksize=max(1, len(jobs) // (max(1, processes) * 4))))
-    if processes <= 1 or len(jobs) <= 1:
-        return [_apply_job(j) for j in jobs]
-    workers = min(processes, len(jobs))
-    with make_pool(workers) as pool:
-        return list(pool.map(_apply_job, jobs, chunksize=max(1, len(jobs) // (workers * 4))))
-
-
-def make_pool(processes: int, warm: bool = False) -> ProcessPoolExecutor:
-    """A spawn-context process pool for corrupt_many; the caller closes it (use it as a context manager).
-
-    warm=True makes each worker import the corruption library and compile glass_blur as it starts.
-    """
-    # spawn, not fork: safe beside threads (torch, numba) and the same on every platform.
-    return ProcessPoolExecutor(
-        max_workers=max(1, processes),
-        mp_context=get_context("spawn"),
-        initializer=_warm_worker if warm else None,
-    )
-
-
-def _warm_worker() -> None:
-    with suppress(PerturbationError):  # the library is missing: the first real call reports it
-        corrupt(np.zeros((_REFERENCE_MIN_SIDE,) * 2 + (3,), np.uint8), "glass_blur", 1, 0)

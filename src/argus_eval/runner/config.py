@@ -7,6 +7,7 @@ Unknown keys are rejected with the key path and the file named. Sub-sections own
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,8 @@ def load_config(path: Path) -> RunConfig:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"config file {path} is not valid YAML{where}") from None
     return parse_config(data, str(path))
+
+
+def default_config_path() -> Path:
+    """The built-in default suite (the zoo on ShapesWorld), shipped inside the package."""
+    return Path(str(resources.files("argus_eval") / "configs" / "default.yaml"))
