@@ -67,7 +67,7 @@ def test_run_name_cannot_leave_runs(name: str) -> None:
         "models": [{"name": "m", "spec": "zoo:clip"}],
         "datasets": [{"name": "s", "format": "shapesworld"}],
     }
-    with pytest.raises(ConfigError, match=r"run\.yaml: name: .*must be a plain folder name .*runs/<name>"):
+    with pytest.raises(ConfigError, match=r"run\.yaml: name: .* must be a plain folder name .*runs/<name>"):
         parse_config(cfg, "run.yaml")
 
 

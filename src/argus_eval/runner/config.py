@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from argus_eval.data.formats import FORMATS, DatasetOptions
 from argus_eval.errors import ArgusError, ConfigError
@@ -65,9 +66,10 @@ class RunConfig(BaseModel):
     def _plain_name(cls, v: str) -> str:
         # runs/<name> is the default output folder: a name with a path in it would write elsewhere.
         if not _PLAIN_NAME.fullmatch(v) or ".." in v:
-            raise ValueError(
-                f"name {v!r} must be a plain folder name (letters, digits, '.', '_', '-'; no '/' or '..'): "
-                "it names the default output folder runs/<name>"
+            raise PydanticCustomError(
+                "plain_name",
+                f"{v!r} must be a plain folder name (letters, digits, '.', '_', '-'; no '/' or '..'): "
+                "it names the default output folder runs/<name>",
             )
         return v
 
