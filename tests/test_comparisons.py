@@ -223,3 +223,31 @@ def test_substitute_scores_only_the_answer_type_with_its_own_template() -> None:
         "Is it blue? yes",
         "Is it blue? no",
     ]
+
+
+class _Head:
+    """A classifier whose answer head knows single words only."""
+
+    labels = ("yes", "no", "red")
+
+    class info:  # a stand-in for ModelInfo
+        name = "head"
+
+    def classify(self, images: list[np.ndarray], questions: list[str]) -> np.ndarray:
+        return np.tile(np.array([0.1, 0.2, 0.7]), (len(images), 1))
+
+
+def test_classify_never_answers_options_its_head_lacks() -> None:
+    from argus_eval.errors import CapabilityError
+    from argus_eval.tasks.base import Prepared, ProtocolChoice
+    from argus_eval.tasks.reasoning import ReasoningTask
+
+    task = ReasoningTask()
+    ds = Dataset("d", [], image_root=Path("."), fingerprint="f")
+    img = np.zeros((4, 4, 3), dtype=np.uint8)
+    protocol = ProtocolChoice("classify", True, "")
+    words = Sample("w", "i.png", question="?", choices=("no", "red", "blue"), answer_index=1)
+    assert task.infer(_Head(), protocol, [Prepared(words, img, (), "?")], ds)[0].output == {"answer": "red"}  # type: ignore[arg-type]
+    sentences = Sample("s", "i.png", question="?", choices=("He is angry.", "She waves."), answer_index=0)
+    with pytest.raises(CapabilityError, match="none of the options of question s"):
+        task.infer(_Head(), protocol, [Prepared(sentences, img, (), "?")], ds)  # type: ignore[arg-type]

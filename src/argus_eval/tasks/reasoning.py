@@ -129,12 +129,20 @@ class ReasoningTask(Task):
         dataset: Dataset,
     ) -> list[str]:
         assert isinstance(model, Classifier)
+        idx = {label: i for i, label in enumerate(model.labels)}
+        for p in batch:
+            if p.sample.choices and not any(c in idx for c in p.sample.choices):
+                # else every option scores -inf and the first always wins: a silent 1/n, not an answer
+                raise CapabilityError(
+                    f"the answer head of {model.info.name!r} has none of the options of question "
+                    f"{p.sample.sample_id} (e.g. {p.sample.choices[0][:40]!r}), so classify cannot choose "
+                    "among them; the cell is left out"
+                )
         scores = model.classify(images, questions)
         out = []
         for p, row in zip(batch, scores, strict=True):
             cands = p.sample.choices
             if cands:  # restrict the head to the item's options when it has them
-                idx = {label: i for i, label in enumerate(model.labels)}
                 best = max(cands, key=lambda c: row[idx[c]] if c in idx else -np.inf)
                 out.append(best)
             else:
