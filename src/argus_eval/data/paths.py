@@ -38,11 +38,6 @@ def safe_relpath(rel: object, *, source: str | Path, record: str, field: str) ->
     return posixpath.join(*parts)
 
 
-def safe_join(root: Path, rel: object, *, source: str | Path, record: str, field: str) -> Path:
-    """Join a validated relative path onto root (see safe_relpath)."""
-    return root / safe_relpath(rel, source=source, record=record, field=field)
-
-
 def image_inside_root(dataset: Dataset, sample: Sample) -> Path:
     """The sample's image path, refused (SampleError) when it resolves outside the image root through a
     symbolic link, unless the dataset allows links; a linked root folder itself is fine."""

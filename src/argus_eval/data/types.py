@@ -82,10 +82,6 @@ class Dataset:
             raise ValueError(f"sample {sample.sample_id} has no image")
         return self.image_root / sample.image
 
-    def has(self, attr: str) -> bool:
-        """Whether any sample carries a non-empty value for attr (drives which tasks apply)."""
-        return any(bool(getattr(s, attr)) for s in self.samples)
-
 
 def fingerprint_of(*parts: Any, files: Sequence[Path] = ()) -> str:
     """sha256 over JSON-able parts and the bytes of files; short hex."""

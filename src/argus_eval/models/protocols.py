@@ -28,8 +28,6 @@ CLASSIFY = "classify"  # classify(images, questions) -> one label of a fixed ans
 # VLM's mean image token and mean word embedding); good for a shortlist, not for ranking on their own.
 POOL = "pool"
 
-ALL_CAPABILITIES = (EMBED, SCORE_PAIRS, GENERATE, CAPTION, CHOOSE, CLASSIFY, POOL)
-
 
 @dataclass(frozen=True)
 class ModelInfo:

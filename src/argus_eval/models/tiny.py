@@ -53,11 +53,6 @@ def build_tiny(family: str, out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
-def tiny_families() -> list[str]:
-    """Names accepted by build_tiny."""
-    return TINY_BUILDERS.names()
-
-
 def word_tokenizer_object(specials: list[str], template: tuple[str, str] | None = None) -> object:
     """A `tokenizers` WordLevel tokenizer over WORDS plus specials (lowercased, split on punctuation)."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers

@@ -89,7 +89,7 @@ def plotly_js() -> str | None:
     return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
-def table_html(t: Table, section_id: bool = False) -> str:
+def table_html(t: Table) -> str:
     """A Table as escaped HTML; hints become hover titles."""
     if not t.rows:
         return "<p class='sub'>(none)</p>"
