@@ -77,3 +77,14 @@ def test_lxmert_region_features_once_per_image() -> None:
     with bypassed():  # profiling: computed afresh, same values
         np.testing.assert_array_equal(lx.classify(ims, questions[:3]), again)
     assert sum(seen) == 6
+
+
+def test_text_width_follows_its_own_length() -> None:
+    """Each text pads to the next multiple of TEXT_BUCKET tokens (capped), whatever else is in the call."""
+    from argus_eval.models.hf_dual import TEXT_BUCKET
+
+    clip = load_tiny("clip", batch_size=4)
+    cap = clip._max_text
+    assert clip._text_width(1) == min(cap, TEXT_BUCKET)
+    assert clip._text_width(TEXT_BUCKET + 1) == min(cap, 2 * TEXT_BUCKET)
+    assert clip._text_width(10 * cap) == cap

@@ -33,24 +33,28 @@ def _features(out: Any) -> torch.Tensor:
     return torch.as_tensor(out[0])
 
 
+# Text towers that pool the last position must see the length they were trained with (zoo-notes
+# pitfall 15); the others get their texts padded to the next multiple of TEXT_BUCKET tokens.
+_FULL_LENGTH_FAMILIES = frozenset({"siglip", "siglip2"})
+TEXT_BUCKET = 16
+
+
 class DualEncoderAdapter(HFAdapterBase):
     """L2-normalised image/text embeddings; pair score = cosine similarity.
 
-    Every text and image is embedded once per loaded model (embed_memo): texts padded to the tower's
-    full length and forwards of exactly batch_size rows, so a vector does not depend on its batch."""
+    Every text and image is embedded once per loaded model (embed_memo), in forwards of exactly
+    batch_size rows and with each text padded to a width set by its own length, so a vector does not
+    depend on its batch."""
 
     def __init__(self, req: LoadRequest, model: torch.nn.Module, processor: Any) -> None:
         super().__init__(req, model, frozenset({EMBED, SCORE_PAIRS}))
         self.processor = processor
-        # Full-length padding for every family: SigLIP pools the last position, so it must see the length
-        # it was trained with, and a memoised vector must not depend on its batch's longest text (CLIP
-        # pools at EOS, so its pads change nothing but float rounding).
+        # A memoised vector must not depend on its batch's longest text, so each text is padded to a width
+        # of its own: the next multiple of TEXT_BUCKET tokens (CLIP pools at EOS: pads change nothing but
+        # float rounding), or the full length for towers that pool the last position (SigLIP).
         text_cfg = getattr(model.config, "text_config", None)
-        self._text_kwargs: dict[str, Any] = {
-            "padding": "max_length",
-            "truncation": True,
-            "max_length": int(getattr(text_cfg, "max_position_embeddings", 64)),
-        }
+        self._max_text = int(getattr(text_cfg, "max_position_embeddings", 64))
+        self._fixed_length = req.family in _FULL_LENGTH_FAMILIES
         self._texts: EmbeddingMemo[str] = EmbeddingMemo(self._embed_texts)
         self._images: EmbeddingMemo[ImageArray] = EmbeddingMemo(self._embed_images)
 
@@ -75,19 +79,35 @@ class DualEncoderAdapter(HFAdapterBase):
             chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy()[:real])
         return _stack(chunks)
 
+    def _text_width(self, n_tokens: int) -> int:
+        if self._fixed_length:
+            return self._max_text
+        return min(self._max_text, -(-max(n_tokens, 1) // TEXT_BUCKET) * TEXT_BUCKET)
+
     @torch.inference_mode()
     def _embed_texts(self, texts: list[str]) -> NDArray[np.float32]:
-        chunks = []
-        for rows in fixed_chunks(len(texts), self.batch_size):
-            inputs = self.to_device(
-                self.processor(text=[texts[i] for i in rows], return_tensors="pt", **self._text_kwargs)
-            )
-            kw = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
-            feats = _features(self.model.get_text_features(**kw))
-            self.forward_calls += 1
-            real = len(set(rows))
-            chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy()[:real])
-        return _stack(chunks)
+        """Texts grouped by padded width, each group in forwards of exactly batch_size rows."""
+        lengths = self.processor.tokenizer(texts, truncation=True, max_length=self._max_text)["input_ids"]
+        by_width: dict[int, list[int]] = {}
+        for i, ids in enumerate(lengths):
+            by_width.setdefault(self._text_width(len(ids)), []).append(i)
+        out: NDArray[np.float32] | None = None
+        for width, members in sorted(by_width.items()):
+            for rows in fixed_chunks(len(members), self.batch_size):
+                batch = [texts[members[r]] for r in rows]
+                enc = self.processor(
+                    text=batch, return_tensors="pt", padding="max_length", truncation=True, max_length=width
+                )
+                inputs = self.to_device(enc)
+                kw = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
+                feats = _features(self.model.get_text_features(**kw))
+                self.forward_calls += 1
+                vecs = torch.nn.functional.normalize(feats.float(), dim=-1).cpu().numpy()
+                if out is None:
+                    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+                real = sorted(set(rows))  # the filler rows repeat the last item; drop them
+                out[[members[r] for r in real]] = vecs[: len(real)]
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
     def score_pairs(self, images: Sequence[ImageArray], texts: Sequence[str]) -> NDArray[np.float32]:
         """(n,) cosine similarity of each (image, text) pair's embeddings."""
