@@ -125,7 +125,7 @@ def test_infinite_weight_is_rejected(
     cfg.write_text(cfg.read_text().replace("resamples: 0", "resamples: 0\n  weights: {P: .inf}"))
     code, err = _cli(["run", "-c", str(cfg)], monkeypatch, capsys)
     line = _one_line(err)
-    assert code == 2 and "scoring: weights.P" in line and "finite number" in line
+    assert code == 2 and "scoring.weights.P" in line and "finite number" in line
 
 
 def _results(tmp_path: Path) -> Path:

@@ -18,6 +18,7 @@ from pydantic_core import PydanticCustomError
 from argus_eval.data.formats import FORMATS, DatasetOptions
 from argus_eval.errors import ArgusError, ConfigError
 from argus_eval.models.spec import ModelConfig
+from argus_eval.scoring.options import ScoringOptions
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -52,7 +53,7 @@ class RunConfig(BaseModel):
         default_factory=lambda: list[str | dict[str, Any]](["retrieval", "captioning", "reasoning"])
     )
     perturbations: list[dict[str, Any]] = Field(default_factory=list)
-    scoring: dict[str, Any] = Field(default_factory=dict)
+    scoring: ScoringOptions = Field(default_factory=ScoringOptions)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     executor: str = Field(default="local", description="Registered executor: local (default) or ray.")
     executor_options: dict[str, Any] = Field(default_factory=dict)
@@ -142,16 +143,11 @@ def parse_config(data: Any, source: str) -> RunConfig:
 
 
 def _validate_sections(cfg: RunConfig) -> None:
-    """Validate sections whose schema lives in other wings (conditions, scoring, tasks)."""
+    """Validate sections whose schema lives in other wings (conditions, tasks, executor)."""
     from argus_eval.perturb.conditions import expand_conditions
-    from argus_eval.scoring.options import ScoringOptions
     from argus_eval.tasks.registry import build_tasks
 
     expand_conditions(cfg.perturbations)
-    try:
-        ScoringOptions.model_validate(cfg.scoring)
-    except ValidationError as e:
-        raise ConfigError(f"scoring: {_first_error(e)}") from None
     build_tasks(cfg.tasks)
     from argus_eval.runner.executors import EXECUTORS
 

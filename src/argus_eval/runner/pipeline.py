@@ -128,7 +128,7 @@ def run(
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
     manifest = {
         "config": redact(cfg.model_dump(mode="json")),  # URL credentials, secret-looking keys
-        "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.get("seed", 0)},
+        "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.seed},
         "versions": package_versions(),
         "git": git_revision(),
         "hardware": hardware(),

@@ -111,7 +111,7 @@ def build_results(
     manifest: dict[str, Any],
 ) -> dict[str, Any]:
     """Everything a report needs, as plain JSON with deterministic content for the same inputs."""
-    options = ScoringOptions.model_validate(cfg.scoring)
+    options = cfg.scoring
     profiles = prof.summaries
     timings = prof.timings if cfg.efficiency.enabled else None
     why_no_e = {m: f"{t}: {r}" for (m, t), r in sorted(prof.left_out.items())}
