@@ -41,30 +41,38 @@ IN_FLIGHT_PER_ACTOR = 2
 
 @dataclass
 class Shard:
-    """Whole batches (missing sample positions) of one cell, run by one actor call."""
+    """Whole fixed batches of one cell, run by one actor call, and the positions of each to (re)write."""
 
     cell: Cell
     batches: list[list[int]]
     tries: int = 0
     stamps: dict[str, str] = field(default_factory=dict)  # input stamps of the cell's samples
+    wanted: list[list[int]] = field(default_factory=list)  # per batch: positions missing, stale or failed
 
     @property
     def size(self) -> int:
-        return sum(len(b) for b in self.batches)
+        return sum(len(w) for w in self.wanted)
 
 
-def plan_shards(plan: Plan, store: Store, shard_size: int, seed: int = 0) -> list[Shard]:
-    """The missing part of every cell, in the local executor's batches, grouped shard_size at a time."""
+def plan_shards(
+    plan: Plan, store: Store, shard_size: int, seed: int = 0, stats: ExecStats | None = None
+) -> list[Shard]:
+    """The batches of every cell with a missing, stale or (when retrying) failed record, as the local
+    executor forms them, grouped shard_size at a time; stats counts the stale and retried records."""
     out: list[Shard] = []
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
         stamps = input_stamps(cell, seed, swap_partners(cell, seed))
-        wanted = set(pending(cell, store, stamps, plan.retry_failed).positions)
-        missing = [[i for i in pos if i in wanted] for pos in batches(cell, cell.model.batch_size)]
-        missing = [m for m in missing if m]
+        due = pending(cell, store, stamps, plan.retry_failed)
+        if stats is not None:
+            stats.stale += due.stale
+            stats.retried += due.retried
+        wanted = set(due.positions)
+        full = [pos for pos in batches(cell, cell.model.batch_size) if any(i in wanted for i in pos)]
+        per = [[i for i in pos if i in wanted] for pos in full]
         out.extend(
-            Shard(cell, missing[s : s + shard_size], stamps=stamps)
-            for s in range(0, len(missing), shard_size)
+            Shard(cell, full[s : s + shard_size], stamps=stamps, wanted=per[s : s + shard_size])
+            for s in range(0, len(full), shard_size)
         )
     return out
 
@@ -154,7 +162,9 @@ class _Driver:
                 key = shard.cell.key
                 if key not in self.cell_refs:
                     self.cell_refs[key] = self.ray.put(shard.cell)
-                ref = actor.run_shard.remote(key, [self.cell_refs[key]], shard.batches, self.run_seed)
+                ref = actor.run_shard.remote(
+                    key, [self.cell_refs[key]], shard.batches, self.run_seed, shard.wanted
+                )
                 self.inflight[ref] = (m, idx, shard)
                 m.busy[idx] += 1
 
@@ -193,7 +203,7 @@ class _Driver:
             self.left_out.append((shard.cell, result.left_out))
             advance(shard, shard.size)
             return
-        for pos, records in zip(shard.batches, result.batches, strict=True):
+        for pos, records in zip(shard.wanted, result.batches, strict=True):
             failed = [r for r in records if r.error is not None]
             if failed and self.strict:
                 raise StrictModeError(
@@ -226,9 +236,10 @@ def ray_executor(
     unknown = sorted(set(opts.models) - names)
     if unknown:
         raise ConfigError(f"executor_options.models: {unknown} are not models of this run ({sorted(names)})")
-    shards = plan_shards(plan, store, opts.shard_size, run_seed)
+    counted = ExecStats()
+    shards = plan_shards(plan, store, opts.shard_size, run_seed, counted)
     if not shards:
-        return ExecStats()  # a fully cached rerun starts no cluster
+        return counted  # a fully cached rerun starts no cluster
     for name in pool.loaded():
         pool.release(name)  # planning may have loaded models here; workers load their own
     models = list({s.cell.model.name: s.cell.model for s in shards}.values())
@@ -257,6 +268,7 @@ def ray_executor(
 
             driver = _Driver(ray, opts, requests, pool.loader, store, run_seed, strict)
             stats = driver.run(shards, advance)
+    stats.stale, stats.retried = counted.stale, counted.retried
     for cell, reason in driver.left_out:
         plan.leave_out(cell, reason)
     return stats

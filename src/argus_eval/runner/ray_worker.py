@@ -14,7 +14,7 @@ from typing import Any
 from argus_eval.errors import CapabilityError
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
-from argus_eval.runner.local import ModelLoader, run_batch
+from argus_eval.runner.local import ModelLoader, rerun_in_batch
 from argus_eval.runner.plan import Cell
 from argus_eval.tasks.records import Record
 
@@ -42,10 +42,17 @@ class ModelWorker:
         return True
 
     def run_shard(
-        self, key: str, cell_box: list[Any], batches: Sequence[Sequence[int]], run_seed: int
+        self,
+        key: str,
+        cell_box: list[Any],
+        batches: Sequence[Sequence[int]],
+        run_seed: int,
+        wanted: Sequence[Sequence[int]] | None = None,
     ) -> ShardResult:
-        """Run the batches (sample positions of the cell) in order. cell_box holds the cell's object ref
-        inside a list so Ray does not resolve it per call; the cell is fetched once per actor."""
+        """Run the batches (sample positions of the cell) in order and return the records of the wanted
+        positions of each (all when wanted is None), computed in their whole batch as locally. cell_box
+        holds the cell's object ref inside a list so Ray does not resolve it per call; the cell is
+        fetched once per actor."""
         if self._model is None:
             self._model = self._loader(self._cfg)
         cell = self._cells.get(key)
@@ -55,7 +62,11 @@ class ModelWorker:
             cell = self._cells[key] = ray.get(cell_box[0])
         before = self._model.forward_calls
         try:
-            out = [run_batch(cell, self._model, list(pos), run_seed) for pos in batches]
+            keep = [set(pos) for pos in batches] if wanted is None else [set(w) for w in wanted]
+            out = [
+                rerun_in_batch(cell, self._model, list(pos), w, run_seed)
+                for pos, w in zip(batches, keep, strict=True)
+            ]
         except CapabilityError as e:  # as in the local executor: the cell is left out and named
             return ShardResult([], self._model.forward_calls - before, left_out=str(e))
         return ShardResult(out, self._model.forward_calls - before)
