@@ -168,3 +168,16 @@ def test_vcr_file_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
         DatasetError, match=r"VCR annotations file .*val\.jsonl: line 1 is not UTF-8 \(byte 0xe4\)"
     ):
         load(tmp_path, format="vcr", annotations=bad, images=tmp_path)
+
+
+def test_caption_bank_keeps_only_usable_text(tmp_path: Path) -> None:
+    from argus_eval.data.loaders.caption_bank import read_caption_bank
+
+    karpathy = {"images": [
+        {"split": "train", "sentences": [{"raw": 7}, {"raw": " a dog "}, {"raw": "bad \ud800"}, "x"]},
+        {"split": "restval", "sentences": 5},
+        {"split": "train", "sentences": [{"raw": "a dog"}, {"raw": ""}]},
+    ]}  # fmt: skip
+    assert read_caption_bank(write(tmp_path, "k.json", karpathy)) == ("a dog",)
+    lavis = [{"caption": 3}, {"caption": ["a cat", None]}, {"caption": "a cat"}, "junk"]
+    assert read_caption_bank(write(tmp_path, "l.json", lavis)) == ("a cat",)
