@@ -131,3 +131,25 @@ def test_a_failing_trial_is_retried_once_then_left_out_and_counted(tmp_path: Pat
     assert res["models"]["clip"]["undefined"]["E"] == "retrieval: all 2 timing trials failed"
     assert "2 timing trial(s) failed twice and were left out of E" in res["notes"]
     assert res["models"]["clip"]["P"] is not None  # the run itself went on
+
+
+def test_a_served_model_has_no_efficiency_figures_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # timing a served model would time this client and the network (and its memory is this process's)
+    from api_server import ServerState, serve
+    from hardening_fixtures import karpathy_config
+
+    monkeypatch.setenv("ARGUS_SECRET_KEY", "sk-test")
+    with serve(ServerState()) as url:
+        models = [
+            {"name": "served", "spec": f"api:{url}#tiny-vlm", "options": {"api_key_env": "ARGUS_SECRET_KEY"}}
+        ]
+        cfg = karpathy_config(tmp_path / "data", models=models)
+        cfg["tasks"] = [{"name": "captioning", "metrics": ["CIDEr"]}]
+        cfg["efficiency"] = {"enabled": True, "batch_size": 2, "repeats": 1, "trials": 2}
+        res = run(parse_config(cfg, "test"), tmp_path / "out", quiet=True).results
+    why = res["models"]["served"]["undefined"]["E"]
+    assert why.startswith("served model: timings and memory would describe this client and the network")
+    assert res["timing"]["per_task"] == [] and res["timing"]["undefined"] == {"served": why}
+    assert res["models"]["served"]["P"] is not None  # the run itself is scored
