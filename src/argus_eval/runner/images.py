@@ -1,0 +1,41 @@
+"""A byte-bounded cache of decoded (and perturbed) images, owned by an execution context."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+from argus_eval.data.images import ImageArray, load_image
+from argus_eval.perturb.conditions import Condition, apply_image
+
+
+class ImageCache:
+    """A byte-bounded LRU of decoded (and perturbed) images, so that every model of a run sees the
+    same pixels computed once; functools.lru_cache bounds entries, not bytes, and images vary in size."""
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[Path, int, int, str, Condition, int], ImageArray] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
+        try:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)  # a file changed on disk is decoded afresh
+        except OSError:
+            stamp = (-1, -1)  # missing: load_image below raises the SampleError that names it
+        key = (path, *stamp, sample_id, condition, seed)
+        hit = self._items.get(key)
+        if hit is not None:
+            self._items.move_to_end(key)
+            return hit
+        image = load_image(path, sample_id)
+        if condition.kind != "clean":
+            image = apply_image(condition, image, seed)
+        image.setflags(write=False)  # shared between models: nobody may modify it in place
+        self._items[key] = image
+        self._bytes += image.nbytes
+        while self._bytes > self.max_bytes and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= old.nbytes
+        return image
