@@ -105,7 +105,7 @@ def _timing(model: str, task: str, latency: float, spread: float, seed: int) -> 
         model,
         task,
         "p",
-        tuple(Trial(float(v), 1000.0 / float(v)) for v in lat),
+        tuple(Trial(float(v), 1000.0 / float(v), i) for i, v in enumerate(lat)),
         memory_mb=100.0,
         memory_basis="test",
         flops_per_sample=10**6,
@@ -125,11 +125,28 @@ def test_efficiency_from_trials_has_an_interval_and_compares_per_task() -> None:
     assert lo < hi  # the timing noise shows as an interval, not a point
     e_a = sc.models["A"].axes["E"]
     assert e_a.detail["per_task"].keys() == {"reasoning"} and e_a.detail["trials"] == {"reasoning": 5}
-    # hand value: latency and throughput ratios against the best median, memory and FLOPs equal
-    med_a = np.median(timings[("A", "reasoning")].latencies)
-    med_b = np.median(timings[("B", "reasoning")].latencies)
-    best = min(med_a, med_b)
-    assert e_a.value == pytest.approx(((best / med_a) ** 2) ** 0.25)
+    # hand value: per round, latency and throughput against the round's best model; median over rounds;
+    # memory and FLOPs equal, so E = (median ratio ** 2 * 1 * 1) ** (1/4)
+    lat_a = timings[("A", "reasoning")].latencies
+    lat_b = timings[("B", "reasoning")].latencies
+    ratio = float(np.median(np.minimum(lat_a, lat_b) / lat_a))
+    assert e_a.value == pytest.approx((ratio**2) ** 0.25)
+
+
+def test_load_that_hits_a_whole_round_cancels_in_e() -> None:
+    # round 2 runs under heavy load (every model 10x slower): within-round ratios do not move
+    cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=2)
+
+    def timing(model: str, base: float) -> TaskTiming:
+        lat = [base, base, 10 * base, base, base]
+        trials = tuple(Trial(v, 1000.0 / v, i) for i, v in enumerate(lat))
+        return TaskTiming(model, "reasoning", "p", trials, 100.0, "test", 10**6, 10, {"id": "hw"})
+
+    timings = {("A", "reasoning"): timing("A", 10.0), ("B", "reasoning"): timing("B", 20.0)}
+    sc = bootstrap_scorecard(cells, {}, OPTS, timings)
+    assert sc.models["A"].axes["E"].value == pytest.approx(1.0)
+    assert sc.models["B"].axes["E"].value == pytest.approx(0.5**0.5)  # latency and throughput at 1/2
+    assert sc.models["B"].intervals["E"] == pytest.approx((0.5**0.5, 0.5**0.5))
 
 
 def test_timings_from_two_fingerprints_never_mix() -> None:

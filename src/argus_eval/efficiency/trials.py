@@ -30,9 +30,14 @@ class Trial:
 
     latency_ms: float
     throughput_per_s: float
+    round: int = 0  # which interleaved round (A B C A B C ...) it belongs to
 
-    def to_json(self) -> dict[str, float]:
-        return {"latency_ms": float(self.latency_ms), "throughput_per_s": float(self.throughput_per_s)}
+    def to_json(self) -> dict[str, float | int]:
+        return {
+            "latency_ms": float(self.latency_ms),
+            "throughput_per_s": float(self.throughput_per_s),
+            "round": int(self.round),
+        }
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,10 @@ class TaskTiming:
             model=str(data["model"]),
             task=str(data["task"]),
             protocol=str(data["protocol"]),
-            trials=tuple(Trial(float(t["latency_ms"]), float(t["throughput_per_s"])) for t in data["trials"]),
+            trials=tuple(
+                Trial(float(t["latency_ms"]), float(t["throughput_per_s"]), int(t.get("round", i)))
+                for i, t in enumerate(data["trials"])
+            ),
             memory_mb=None if data["memory_mb"] is None else float(data["memory_mb"]),
             memory_basis=str(data["memory_basis"]),
             flops_per_sample=None if data["flops_per_sample"] is None else int(data["flops_per_sample"]),
@@ -198,17 +206,6 @@ def measure_memory_mb(
     if weights is None:
         return None, "not measurable here (no peak-memory reset and no parameter count)"
     return weights, "weights only (no peak-memory reset on this system)"
-
-
-def resample_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """(1 + resamples,) medians: row 0 over all trials, then over trials drawn with replacement."""
-    n = values.size
-    out = np.empty(resamples + 1)
-    out[0] = np.median(values)
-    if resamples:
-        draws = rng.integers(0, n, size=(resamples, n))
-        out[1:] = np.median(values[draws], axis=1)
-    return out
 
 
 def summary_spread(timings: Sequence[TaskTiming]) -> float | None:

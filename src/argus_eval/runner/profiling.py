@@ -11,7 +11,7 @@ counted; a model that cannot be profiled at all gets an undefined E with the rea
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -108,7 +108,7 @@ class _Unit:
         for i in range(cfg.efficiency.trials):
             got = store.get_profile(_key(cell, cfg, self.hw["id"], f"trial{i}"))
             if got is not None:
-                self.trials[i] = Trial(float(got["latency_ms"]), float(got["throughput_per_s"]))
+                self.trials[i] = Trial(float(got["latency_ms"]), float(got["throughput_per_s"]), i)
         self.reused = len(self.trials)
 
     def run_batch(self, model: Model) -> Callable[[int], None]:
@@ -136,7 +136,7 @@ class _Unit:
                     run(1)
                     run(eff.batch_size)
                 self.warm = True
-            return measure_trial(run, eff.batch_size, model.info.device, eff.repeats)
+            return replace(measure_trial(run, eff.batch_size, model.info.device, eff.repeats), round=i)
 
         try:
             t = _retry_once(measured)
