@@ -268,3 +268,9 @@ def test_classify_never_answers_options_its_head_lacks() -> None:
     sentences = Sample("s", "i.png", question="?", choices=("He is angry.", "She waves."), answer_index=0)
     with pytest.raises(CapabilityError, match="none of the options of question s"):
         task.infer(_Head(), protocol, [Prepared(sentences, img, (), "?")], ds)  # type: ignore[arg-type]
+
+
+def test_every_reasoning_protocol_has_its_answerer() -> None:
+    from argus_eval.tasks.reasoning import _ANSWERERS, ReasoningTask
+
+    assert {name for name, *_ in ReasoningTask().protocols()} == set(_ANSWERERS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -115,9 +115,7 @@ class ReasoningTask(Task):
     ) -> list[Record]:
         images = [p.image for p in batch if p.image is not None]
         questions = [p.question or "" for p in batch]
-        answers = getattr(self, f"_by_{protocol.name.replace('-', '_')}")(
-            model, batch, images, questions, dataset
-        )
+        answers = _ANSWERERS[protocol.name](self, model, batch, images, questions, dataset)
         return [Record(p.sample.sample_id, {"answer": a}) for p, a in zip(batch, answers, strict=True)]
 
     def _by_classify(
@@ -271,6 +269,15 @@ class ReasoningTask(Task):
         out["answered_by"] = blind.levels
         out["source"] = baseline_source(dataset)
         return out
+
+
+# protocol name -> how it answers: the names protocols() offers, each with its method (no string dispatch)
+_ANSWERERS: dict[str, Callable[..., list[str]]] = {
+    "classify": ReasoningTask._by_classify,
+    "generate": ReasoningTask._by_generate,
+    "choose": ReasoningTask._by_choose,
+    "embed-statements": ReasoningTask._by_embed_statements,
+}
 
 
 def _letter_to_choice(text: str, choices: Sequence[str]) -> str:
