@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS, Model
+from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Model
 from argus_eval.zoo.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
 from argus_eval.zoo.data import DOMAIN_NAMES
 from argus_eval.zoo.loop import Schedule
@@ -166,7 +166,7 @@ def evaluate(model: Model, log: Log) -> dict[str, Any]:
 RECIPE = Recipe(
     name="gemma3",
     family="gemma3",
-    capabilities=(GENERATE, CHOOSE, SCORE_PAIRS),
+    capabilities=(GENERATE, CHOOSE, SCORE_PAIRS, POOL),
     seed=4,
     note="small Gemma-3 chat VLM, all three ShapesWorld domains (captions, colour questions, then all QA)",
     train=train,

@@ -13,7 +13,7 @@ import torch
 
 from argus_eval.models.compat import ensure_qwen_processor_compat
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.protocols import CHOOSE, GENERATE, SCORE_PAIRS, Model
+from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Model
 from argus_eval.zoo.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
 from argus_eval.zoo.loop import Schedule
 from argus_eval.zoo.recipes import Log, Recipe, Trained
@@ -168,7 +168,7 @@ def evaluate(model: Model, log: Log) -> dict[str, Any]:
 RECIPE = Recipe(
     name="qwen2_5_vl",
     family="qwen2_5_vl",
-    capabilities=(GENERATE, CHOOSE, SCORE_PAIRS),
+    capabilities=(GENERATE, CHOOSE, SCORE_PAIRS, POOL),
     seed=5,
     note="larger Qwen2.5-VL chat VLM, ShapesWorld studio only (captions, colour questions, then all QA)",
     train=train,
