@@ -153,3 +153,14 @@ def test_a_served_model_has_no_efficiency_figures_and_says_why(
     assert why.startswith("served model: timings and memory would describe this client and the network")
     assert res["timing"]["per_task"] == [] and res["timing"]["undefined"] == {"served": why}
     assert res["models"]["served"]["P"] is not None  # the run itself is scored
+
+
+def test_timing_runs_on_the_configured_cpu_threads_and_restores_them() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    with profiling.cpu_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with profiling.cpu_threads(None):
+        assert torch.get_num_threads() == before

@@ -38,6 +38,12 @@ class EfficiencyConfig(BaseModel):
         description="Timing trials per (model, task), interleaved across models; the bootstrap "
         "resamples them.",
     )
+    cpu_threads: int | None = Field(
+        default=1,
+        ge=1,
+        description="torch CPU threads while timing (restored after); 1 keeps figures from depending on "
+        "how many cores other processes leave free. None: leave torch's setting.",
+    )
 
 
 class RunConfig(BaseModel):

@@ -10,7 +10,8 @@ counted; a model that cannot be profiled at all gets an undefined E with the rea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -195,8 +196,33 @@ def _summary(timings: list[TaskTiming], native_task: str | None) -> EfficiencyPr
     )
 
 
+@contextmanager
+def cpu_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op CPU threads set to n inside (restored after); nothing changes when n is None.
+
+    With every core in use by torch, a process beside the run slows each parallel op unevenly (its
+    threads wait for the slowest), so model-to-model ratios moved with the machine's load; one thread
+    per op keeps them."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunConfig) -> Profiles:
     """Timing trials of every (model, task), interleaved; stored trials are reused, missing ones measured."""
+    with cpu_threads(cfg.efficiency.cpu_threads):
+        return _profile_plan(plan, store, pool, cfg)
+
+
+def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunConfig) -> Profiles:
     out = Profiles()
     cells = timing_cells(plan)
     units: dict[tuple[str, str], _Unit] = {}
