@@ -10,11 +10,9 @@ Memory and FLOPs do not depend on load and are measured once per (model, task).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,9 +42,8 @@ class Trial:
 class TaskTiming:
     """Every timing figure of one model on one task, on one hardware fingerprint.
 
-    memory_mb: on CUDA max_memory_allocated during a batch; on CPU the model's weights plus the peak
-    resident growth during a batch (so models loaded side by side do not inflate each other's figure).
-    memory_basis names which of the two it is."""
+    memory_mb: on CUDA max_memory_allocated during a batch; on CPU the model's weights (the resident
+    set's growth depends on the allocator's history). memory_basis names which of the two it is."""
 
     model: str
     task: str
@@ -153,40 +150,15 @@ def measure_trial(
     return Trial(float(single.min()), float(batch_size / batched))
 
 
-_STATUS = Path("/proc/self/status")
-_CLEAR_REFS = Path("/proc/self/clear_refs")
-
-
-def _status_kb(field_name: str) -> float | None:
-    try:
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return float(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    # Linux resets VmHWM (the peak RSS) when "5" is written to clear_refs; elsewhere no reset exists.
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        _CLEAR_REFS.write_text("5")
-    except OSError:
-        return False
-    return True
-
-
 def measure_memory_mb(
     run_batch: Callable[[], Any], device: str, params: int | None, dtype: str
 ) -> tuple[float | None, str]:
     """Peak memory of one batch and what it means.
 
-    CUDA: max_memory_allocated after a reset (this model's tensors). CPU on Linux: the weights
-    (params x bytes per parameter) plus the growth of the peak resident set during the batch, with the
-    peak reset first, so the figure does not depend on which other models are loaded. Elsewhere: the
-    weights alone (None without a parameter count)."""
+    CUDA: max_memory_allocated after a reset (this model's tensors, weights and activations). CPU: the
+    weights (params x bytes per parameter). The resident set's growth during a batch was tried and
+    dropped: it depends on what the allocator kept from earlier work (the same batch measured 4.8 MB in
+    one run and 15.1 MB in the next), so it would make E move between identical runs."""
     if device.startswith("cuda"):
         import torch
 
@@ -195,17 +167,11 @@ def measure_memory_mb(
         run_batch()
         torch.cuda.synchronize(dev)
         return float(torch.cuda.max_memory_allocated(dev)) / (1024.0 * 1024.0), "cuda max_memory_allocated"
-    weights = None if params is None else params * _BYTES_PER_PARAM.get(dtype, 4) / (1024.0 * 1024.0)
-    before = _status_kb("VmRSS")
-    if before is not None and _reset_peak_rss():
-        run_batch()
-        peak = _status_kb("VmHWM")
-        if peak is not None:
-            activations = max(0.0, (peak - before) / 1024.0)
-            return (weights or 0.0) + activations, "weights + peak resident growth during a batch"
-    if weights is None:
-        return None, "not measurable here (no peak-memory reset and no parameter count)"
-    return weights, "weights only (no peak-memory reset on this system)"
+    if params is None:
+        return None, "not measurable on CPU without a parameter count"
+    return params * _BYTES_PER_PARAM.get(dtype, 4) / (
+        1024.0 * 1024.0
+    ), "weights (params x bytes per parameter)"
 
 
 def summary_spread(timings: Sequence[TaskTiming]) -> float | None:
