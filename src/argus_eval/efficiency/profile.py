@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,17 +12,9 @@ import psutil
 from argus_eval.efficiency.fingerprint import hardware_fingerprint
 from argus_eval.efficiency.flops import count_flops
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.trials import sync_barrier, timed
 
 __all__ = ["EfficiencyProfile", "measure", "peak_rss_mb"]
-
-
-def _sync(device: str) -> Callable[[], None]:
-    """A barrier for timing: CUDA work is asynchronous, so time only after it finished."""
-    if device.startswith("cuda"):
-        import torch
-
-        return lambda: torch.cuda.synchronize(torch.device(device))
-    return lambda: None
 
 
 def peak_rss_mb() -> float:
@@ -36,14 +27,6 @@ def peak_rss_mb() -> float:
         return float(kb) / (1024.0 * 1024.0) if sys.platform == "darwin" else float(kb) / 1024.0
     info = psutil.Process().memory_info()
     return float(getattr(info, "peak_wset", info.rss)) / (1024.0 * 1024.0)
-
-
-def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
-    sync()
-    start = time.perf_counter()
-    fn()
-    sync()
-    return time.perf_counter() - start
 
 
 def measure(
@@ -66,7 +49,7 @@ def measure(
     """
     if batch_size < 1 or repeats < 1 or warmup < 0:
         raise ValueError("batch_size and repeats must be >= 1 and warmup >= 0")
-    sync = _sync(device)
+    sync = sync_barrier(device)
     cuda = device.startswith("cuda")
     if cuda:
         import torch
@@ -75,8 +58,8 @@ def measure(
     for _ in range(warmup):
         run_batch(1)
         run_batch(batch_size)
-    single = np.array([_timed(lambda: run_batch(1), sync) for _ in range(repeats)]) * 1000.0
-    batched = np.array([_timed(lambda: run_batch(batch_size), sync) for _ in range(repeats)])
+    single = np.array([timed(lambda: run_batch(1), sync) for _ in range(repeats)]) * 1000.0
+    batched = np.array([timed(lambda: run_batch(batch_size), sync) for _ in range(repeats)])
     if cuda:
         import torch
 

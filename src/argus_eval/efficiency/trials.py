@@ -118,7 +118,7 @@ class TaskTiming:
         )
 
 
-def _sync(device: str) -> Callable[[], None]:
+def sync_barrier(device: str) -> Callable[[], None]:
     """A barrier for timing: CUDA work is asynchronous, so time only after it finished."""
     if device.startswith("cuda"):
         import torch
@@ -127,7 +127,7 @@ def _sync(device: str) -> Callable[[], None]:
     return lambda: None
 
 
-def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
+def timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
     sync()
     start = time.perf_counter()
     fn()
@@ -142,11 +142,11 @@ def measure_trial(
     the throughput of one batch call (the trials give throughput its spread; one call keeps a trial short)."""
     if batch_size < 1 or repeats < 1 or warmup < 0:
         raise ValueError("batch_size and repeats must be >= 1 and warmup >= 0")
-    sync = _sync(device)
+    sync = sync_barrier(device)
     for _ in range(warmup):
         run_batch(1)
-    single = np.array([_timed(lambda: run_batch(1), sync) for _ in range(repeats)]) * 1000.0
-    batched = _timed(lambda: run_batch(batch_size), sync)
+    single = np.array([timed(lambda: run_batch(1), sync) for _ in range(repeats)]) * 1000.0
+    batched = timed(lambda: run_batch(batch_size), sync)
     return Trial(float(single.min()), float(batch_size / batched))
 
 

@@ -105,17 +105,20 @@ def _reference(ref: Any) -> list[str]:
     return out
 
 
+def _jpeg_uri(im: Image.Image, max_side: int) -> str:
+    im.thumbnail((max_side, max_side))
+    buf = io.BytesIO()
+    im.save(buf, format="JPEG", quality=70, optimize=True)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
 def thumbnail(path: Path, max_side: int) -> str | None:
     """A small JPEG data URI of an image file; None when it cannot be read."""
     try:
         with Image.open(path) as src:
-            im = src.convert("RGB")
-        im.thumbnail((max_side, max_side))
-        buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=70, optimize=True)
+            return _jpeg_uri(src.convert("RGB"), max_side)
     except (OSError, UnidentifiedImageError, ValueError):
         return None
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _image_file(rec: dict[str, Any], run_dir: Path) -> Path | None:
@@ -137,13 +140,9 @@ def perturbed_thumbnail(
         cond = Condition.parse(condition)
         image = load_image(path, sample_id)
         seed = derive_seed(run_seed, sample_id, cond.id)
-        im = Image.fromarray(np.ascontiguousarray(apply_image(cond, image, seed)))
-        im.thumbnail((max_side, max_side))
-        buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=70, optimize=True)
+        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(apply_image(cond, image, seed))), max_side)
     except (ArgusError, OSError, ValueError):
         return None
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def build_gallery(
