@@ -33,8 +33,8 @@ def _features(out: Any) -> torch.Tensor:
     return torch.as_tensor(out[0])
 
 
-# Text towers that pool the last position must see the length they were trained with (zoo-notes
-# pitfall 15); the others get their texts padded to the next multiple of TEXT_BUCKET tokens.
+# Text towers that pool the last position (SigLIP) must see the fixed length they were trained with,
+# or they pool a pad token; the others get their texts padded to the next multiple of TEXT_BUCKET tokens.
 _FULL_LENGTH_FAMILIES = frozenset({"siglip", "siglip2"})
 TEXT_BUCKET = 16
 
