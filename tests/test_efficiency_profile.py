@@ -1,4 +1,4 @@
-"""Profile measurement, fingerprints, JSON round trip and device projections."""
+"""Timing trials, memory and FLOPs of a plain callable, fingerprints, JSON round trip, projections."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import torch
 
 from argus_eval.efficiency.devices import DEVICES, get_device, project
 from argus_eval.efficiency.fingerprint import fingerprint_id, hardware_fingerprint
-from argus_eval.efficiency.profile import EfficiencyProfile, measure
+from argus_eval.efficiency.flops import count_flops
+from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.trials import measure_memory_mb, measure_trial
 from argus_eval.errors import ResultsError, UnknownNameError
 
 KEYS = {"latency_ms_p50", "latency_ms_p95", "throughput_per_s", "peak_memory_mb", "flops_per_sample",
@@ -27,21 +29,22 @@ def _workload() -> tuple[torch.nn.Module, Callable[[int], torch.Tensor]]:
     return layer, run_batch
 
 
-def test_measure_fields_present_and_positive() -> None:
+def test_trial_memory_and_flops_of_a_callable() -> None:
     layer, run_batch = _workload()
-    prof = measure(
-        run_batch,
-        batch_size=8,
-        device="cpu",
-        warmup=1,
-        repeats=7,
-        flops_fn=lambda: run_batch(1),
-        params=sum(p.numel() for p in layer.parameters()),
+    trial = measure_trial(run_batch, batch_size=8, device="cpu", repeats=7, warmup=1)
+    assert trial.latency_ms > 0 and trial.throughput_per_s > 0
+    params = sum(p.numel() for p in layer.parameters())
+    memory, basis = measure_memory_mb(lambda: run_batch(8), "cpu", params, "float32")
+    assert memory == pytest.approx(64 * 32 * 4 / 2**20) and basis.startswith("weights")
+    assert count_flops(lambda: run_batch(1)) == 2 * 64 * 32
+    with pytest.raises(ValueError):
+        measure_trial(run_batch, batch_size=0, device="cpu", repeats=1)
+
+
+def test_profile_json_round_trip() -> None:
+    prof = EfficiencyProfile(
+        10.0, 12.0, 50.0, 900.0, 2 * 64 * 32, 64 * 32, hardware_fingerprint("cpu", "float32")
     )
-    assert prof.latency_ms_p50 > 0 and prof.latency_ms_p95 >= prof.latency_ms_p50
-    assert prof.throughput_per_s > 0 and prof.peak_memory_mb > 0
-    assert prof.flops_per_sample == 2 * 64 * 32
-    assert prof.params == 64 * 32
     js = prof.to_json()
     assert set(js) == KEYS
     assert js["fingerprint"]["device"] == "cpu" and js["fingerprint"]["id"] == fingerprint_id(
@@ -50,8 +53,6 @@ def test_measure_fields_present_and_positive() -> None:
     assert EfficiencyProfile.from_json(js) == prof
     with pytest.raises(ResultsError, match="latency_ms_p50"):
         EfficiencyProfile.from_json({k: v for k, v in js.items() if k != "latency_ms_p50"})
-    with pytest.raises(ValueError):
-        measure(run_batch, batch_size=0, device="cpu")
 
 
 def test_fingerprint_stable_and_sensitive() -> None:

@@ -6,7 +6,6 @@ from argus_eval.efficiency.devices import DEVICES, DeviceProfile, get_device, pr
 from argus_eval.efficiency.fingerprint import fingerprint_id, hardware_fingerprint
 from argus_eval.efficiency.flops import count_flops
 from argus_eval.efficiency.params import count_params
-from argus_eval.efficiency.profile import measure
 from argus_eval.efficiency.record import EfficiencyProfile
 
 __all__ = [
@@ -18,6 +17,5 @@ __all__ = [
     "fingerprint_id",
     "get_device",
     "hardware_fingerprint",
-    "measure",
     "project",
 ]
