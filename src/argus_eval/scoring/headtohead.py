@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from argus_eval.scoring.axes import CDC_VARIANTS
+from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellKey, FloatArray
 
 AXIS_NAMES = {"capability": "P", "overall": "ARGUS"}
@@ -159,13 +160,13 @@ def p_beats(rows: FloatArray | None) -> float | None:
     return float(np.mean(np.where(r > 0.5, 1.0, np.where(r < 0.5, 0.0, 0.5))))
 
 
-def _percentile(rows: FloatArray, confidence: float) -> tuple[float, float] | None:
-    r = rows[1:][~np.isnan(rows[1:])]
-    if r.size == 0:
-        return None
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.percentile(r, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-    return float(lo), float(hi)
+Verdicts = Mapping[str, Mapping[tuple[str, str], Verdict]]
+
+
+def supported(verdicts: Verdicts, confidence: float, axis: str, x: str, y: str) -> bool:
+    """Whether the run claims "x above y" on an axis: P(x beats y) at or above the claim level."""
+    v = verdicts[axis].get((x, y))
+    return v is not None and v.p_beats is not None and v.p_beats >= confidence
 
 
 def _tau_rows(cap: Mapping[str, FloatArray], ovr: Mapping[str, FloatArray]) -> FloatArray | None:
@@ -210,8 +211,7 @@ def _sentence(
         return "No bootstrap was run, so no model is claimed above another (set scoring.resamples)." + tail
 
     def above(axis: str, x: str, y: str) -> bool:
-        v = verdicts[axis].get((x, y))
-        return v is not None and v.p_beats is not None and v.p_beats >= confidence
+        return supported(verdicts, confidence, axis, x, y)
 
     reversals = [
         (x, y)
@@ -283,13 +283,12 @@ def head_to_head(
                     warnings.simplefilter("ignore", RuntimeWarning)
                     win_rows[ax][m] = np.nanmean(np.stack(rows), axis=0)
 
-    def supported(ax: str, x: str, y: str) -> bool:
-        v = verdicts[ax].get((x, y))
-        return v is not None and v.p_beats is not None and v.p_beats >= confidence
+    def claimed(ax: str, x: str, y: str) -> bool:
+        return supported(verdicts, confidence, ax, x, y)
 
     ranks = {
         ax: {
-            m: (1 + sum(supported(ax, o, m) for o in names if o != m)) if m in win_rows[ax] else None
+            m: (1 + sum(claimed(ax, o, m) for o in names if o != m)) if m in win_rows[ax] else None
             for m in names
         }
         for ax in AXIS_NAMES
@@ -299,13 +298,13 @@ def head_to_head(
         for ax in AXIS_NAMES
         for x in names
         for y in names
-        if x != y and supported(ax, x, y)
+        if x != y and claimed(ax, x, y)
     ]
     ties = []
     for ax in AXIS_NAMES:
         for x in names:
             for y in names:
-                if x < y and (x, y) in verdicts[ax] and not supported(ax, x, y) and not supported(ax, y, x):
+                if x < y and (x, y) in verdicts[ax] and not claimed(ax, x, y) and not claimed(ax, y, x):
                     e_rows = pairs[(x, y)].h.get("E")
                     e_open = (
                         ax == "overall"
@@ -355,7 +354,7 @@ def head_to_head(
         not_comparable=not_comparable,
         shared={a: {b: pairs[(a, b)].shared for b in names if b != a} for a in names},
         kendall_tau=tau,
-        kendall_tau_interval=None if tau_rows is None else _percentile(tau_rows, interval_confidence),
+        kendall_tau_interval=None if tau_rows is None else percentile_interval(tau_rows, interval_confidence),
         sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable),
     )
 
