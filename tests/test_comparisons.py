@@ -274,3 +274,19 @@ def test_every_reasoning_protocol_has_its_answerer() -> None:
     from argus_eval.tasks.reasoning import _ANSWERERS, ReasoningTask
 
     assert {name for name, *_ in ReasoningTask().protocols()} == set(_ANSWERERS)
+
+
+def test_a_tie_asks_for_timing_trials_only_when_timing_is_undecided() -> None:
+    # equal accuracy levels (resampling decides each cell), E weighted lightly: tied overall
+    cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=2)
+    opts = ScoringOptions(resamples=400, seed=3, weights={"P": 0.45, "CDC": 0.0, "RR": 0.0, "E": 0.1})
+
+    def timing(model: str, base: float) -> TaskTiming:
+        trials = tuple(Trial(base, 1000.0 / base, i) for i in range(5))
+        return TaskTiming(model, "reasoning", "p", trials, 100.0, "test", 10**6, 10, {"id": "hw"})
+
+    # B is always twice as fast: on E, P(A beats B) = 0, decided, so only more samples can help
+    decided = {("A", "reasoning"): timing("A", 20.0), ("B", "reasoning"): timing("B", 10.0)}
+    ties = {t["axis"]: t for t in bootstrap_scorecard(cells, {}, opts, decided).comparison.ties}
+    assert ties["overall"]["separate_by"] == "more samples"
+    assert ties["capability"]["separate_by"] == "more samples"

@@ -306,11 +306,8 @@ def head_to_head(
             for y in names:
                 if x < y and (x, y) in verdicts[ax] and not claimed(ax, x, y) and not claimed(ax, y, x):
                     e_rows = pairs[(x, y)].h.get("E")
-                    e_open = (
-                        ax == "overall"
-                        and e_rows is not None
-                        and 1 - confidence < (p_beats(e_rows) or 0.5) < confidence
-                    )
+                    p_e = None if e_rows is None else p_beats(e_rows)
+                    e_open = ax == "overall" and p_e is not None and 1 - confidence < p_e < confidence
                     ties.append(
                         {
                             "axis": ax,
