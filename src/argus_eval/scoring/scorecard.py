@@ -237,6 +237,7 @@ class _Rows:
     scores: dict[CellKey, FloatArray]
     models: dict[str, ModelRows]
     e_tasks: dict[tuple[str, str], FloatArray]
+    floor: dict[CellKey, float]  # clean cells at or below chance (decided by row 0)
 
 
 @dataclass(frozen=True)
@@ -287,15 +288,13 @@ def _rows(
     floor = at_or_below_chance(scores, chance)
     e_values, e_tasks = eff.rows(models, options, resamples)
     rows = {m: model_rows(m, scores, flips, e_values[m], options, expected, floor) for m in models}
-    return _Rows(scores, rows, e_tasks)
+    return _Rows(scores, rows, e_tasks, floor)
 
 
-def _comparison(
-    rows: _Rows, models: list[str], chance: Mapping[CellKey, float | None], options: ScoringOptions
-) -> HeadToHead:
+def _comparison(rows: _Rows, models: list[str], options: ScoringOptions) -> HeadToHead:
     inputs = pair_inputs(
         rows.scores,
-        at_or_below_chance({k: v[:1] for k, v in rows.scores.items()}, chance),
+        rows.floor,
         {m: [(r.key, r.ratio) for r in rows.models[m].retention] for m in models},
         rows.e_tasks,
     )
@@ -357,7 +356,7 @@ def _build(
         )
         for k, v in sorted(point.scores.items())
     ]
-    comparison = _comparison(boot if boot is not None else point, models, chance, options)
+    comparison = _comparison(boot if boot is not None else point, models, options)
     info = None
     if boot is not None:
         info = BootstrapInfo(resamples, options.seed, options.confidence, comparison.pairwise)
