@@ -8,11 +8,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from argus_eval.zoo.data import load_split
+from argus_eval.zoo.training.data import load_split
 
 
 def test_zoo_qa_breaks_accuracy_down_by_question_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    from argus_eval.zoo import evaluate as ev
+    from argus_eval.zoo.training import evaluate as ev
 
     small = load_split("studio", "test", 8)
     monkeypatch.setattr(ev, "DOMAIN_NAMES", ("studio",))

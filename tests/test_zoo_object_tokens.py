@@ -14,8 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from argus_eval.data.shapesworld.domains import get_domain
 from argus_eval.data.shapesworld.scene import camera_for
 from argus_eval.models.region_segments import SegmentRegionFeatures
-from argus_eval.zoo.data import load_split
-from argus_eval.zoo.object_tokens import object_cells, object_token_loss, token_targets
+from argus_eval.zoo.training.data import load_split
+from argus_eval.zoo.training.object_tokens import object_cells, object_token_loss, token_targets
 
 
 def _scene(px: float, py: float, z: float, depth: float) -> dict[str, object]:

@@ -14,9 +14,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import itertools
 
-from argus_eval.zoo.data import load_split
-from argus_eval.zoo.loop import Schedule
-from argus_eval.zoo.qa_mix import QuestionSampler, is_zero_hop
+from argus_eval.zoo.training.data import load_split
+from argus_eval.zoo.training.loop import Schedule
+from argus_eval.zoo.training.qa_mix import QuestionSampler, is_zero_hop
 
 
 def _weights(d: Path) -> dict[str, torch.Tensor]:
@@ -30,7 +30,7 @@ def _quiet(_: str) -> None:
 
 
 def test_one_clip_step_is_deterministic_from_seed(tmp_path: Path) -> None:
-    from argus_eval.zoo.train_clip import train
+    from argus_eval.zoo.training.train_clip import train
 
     runs = {}
     for tag, seed in (("a", 7), ("b", 7), ("c", 8)):
@@ -61,8 +61,8 @@ def test_question_sampler_oversamples_zero_hop_deterministically() -> None:
 
 
 def test_word_level_tokenizer_covers_test_texts() -> None:
-    from argus_eval.zoo.data import test_split
-    from argus_eval.zoo.vocab import shapesworld_words, word_level
+    from argus_eval.zoo.training.data import test_split
+    from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
     tok = word_level(["<pad>", "<unk>"], shapesworld_words())
     unk = tok.token_to_id("<unk>")
@@ -85,7 +85,7 @@ def test_zoo_list_json_matches_manifest() -> None:
 
 
 def test_lxmert_curriculum_pools_hold_only_their_questions() -> None:
-    from argus_eval.zoo.qa_mix import curriculum_pool
+    from argus_eval.zoo.training.qa_mix import curriculum_pool
 
     qs = load_split("studio", "train", 40).questions
     colour = curriculum_pool(qs, "query_color")
@@ -99,7 +99,7 @@ def test_lxmert_curriculum_pools_hold_only_their_questions() -> None:
 def test_lxmert_training_is_deterministic_and_reloads_with_its_region_provider(tmp_path: Path) -> None:
     from argus_eval.models.region_segments import SegmentRegionFeatures
     from argus_eval.models.regions import CONFIG_KEY, provider_from_config
-    from argus_eval.zoo.train_lxmert import train
+    from argus_eval.zoo.training.train_lxmert import train
 
     for tag in ("a", "b"):
         train(tmp_path / tag, 5, None, _quiet, steps=3, n_images=12)
@@ -110,7 +110,7 @@ def test_lxmert_training_is_deterministic_and_reloads_with_its_region_provider(t
 
 
 def test_contrastive_loss_rewards_alignment_and_masks_other_pairs_of_the_same_image() -> None:
-    from argus_eval.zoo.chat_vlm import contrastive_loss
+    from argus_eval.zoo.training.chat_vlm import contrastive_loss
 
     v = torch.eye(4)
     scale = torch.tensor(3.0)
@@ -129,10 +129,10 @@ def test_chat_training_runs_every_phase_with_both_auxiliary_terms(family: str, t
     import importlib
     from dataclasses import replace
 
-    from argus_eval.zoo.chat_vlm import prompt_words, train_chat
-    from argus_eval.zoo.vocab import shapesworld_words
+    from argus_eval.zoo.training.chat_vlm import prompt_words, train_chat
+    from argus_eval.zoo.training.vocab import shapesworld_words
 
-    mod = importlib.import_module(f"argus_eval.zoo.{family}")
+    mod = importlib.import_module(f"argus_eval.zoo.training.{family}")
     s = Schedule(steps=2, lr=1e-3, warmup=1)
     recipe = replace(
         mod.RECIPE_DATA,

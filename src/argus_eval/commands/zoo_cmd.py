@@ -75,7 +75,7 @@ def _names(name: str | None) -> list[str]:
 
 def train_zoo(name: str | None, seconds: float | None, seed: int | None, console: Console) -> None:
     """Train one zoo model (or all, in order), printing each one's time."""
-    from argus_eval.zoo.build import build
+    from argus_eval.zoo.training.build import build
 
     names = _names(name)
     start = time.perf_counter()
@@ -92,7 +92,7 @@ def train_zoo(name: str | None, seconds: float | None, seed: int | None, console
 
 def eval_zoo(name: str | None, console: Console) -> None:
     """Re-measure one zoo model (or all) through its adapter and rewrite the manifest's eval figures."""
-    from argus_eval.zoo.build import remeasure
+    from argus_eval.zoo.training.build import remeasure
 
     for n in _names(name):
         entry = remeasure(n, log=lambda s: console.print(s, highlight=False))

@@ -19,7 +19,7 @@ from argus_eval.metrics.caption import score_captions
 from argus_eval.metrics.retrieval import chance_recall_at_k, recall_at_k
 from argus_eval.metrics.vqa import exact_match
 from argus_eval.models.protocols import Embedder, Generator
-from argus_eval.zoo.data import DOMAIN_NAMES, SplitData, blind_prior, majority_answer, test_split
+from argus_eval.zoo.training.data import DOMAIN_NAMES, SplitData, blind_prior, majority_answer, test_split
 
 AnswerFn = Callable[[Sequence[NDArray[np.uint8]], Sequence[str]], list[str]]
 Log = Callable[[str], None]

@@ -14,11 +14,11 @@ import torch
 
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Model
-from argus_eval.zoo.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
-from argus_eval.zoo.data import DOMAIN_NAMES
-from argus_eval.zoo.loop import Schedule
-from argus_eval.zoo.recipes import Log, Recipe, Trained
-from argus_eval.zoo.vocab import shapesworld_words, word_level
+from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
+from argus_eval.zoo.training.data import DOMAIN_NAMES
+from argus_eval.zoo.training.loop import Schedule
+from argus_eval.zoo.training.recipe import Log, Recipe, Trained
+from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 IMAGE, PATCH, IMAGE_TOKENS = 96, 12, 16  # 8x8 patches pooled 2x2 -> 16 tokens ((96/12)/sqrt(16) = 2)
 TEXT: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 32, "mlp": 256}

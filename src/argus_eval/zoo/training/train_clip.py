@@ -11,11 +11,11 @@ import torch
 
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS, Embedder, Model
-from argus_eval.zoo import evaluate as ev
-from argus_eval.zoo.data import load_split
-from argus_eval.zoo.loop import Schedule, run_phase, seed_everything
-from argus_eval.zoo.recipes import Log, Recipe, Trained
-from argus_eval.zoo.vocab import shapesworld_words
+from argus_eval.zoo.training import evaluate as ev
+from argus_eval.zoo.training.data import load_split
+from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
+from argus_eval.zoo.training.recipe import Log, Recipe, Trained
+from argus_eval.zoo.training.vocab import shapesworld_words
 
 DOMAIN = "studio"
 TRAIN_IMAGES = 2000

@@ -23,12 +23,12 @@ from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CLASSIFY, Classifier, Model
 from argus_eval.models.region_segments import SegmentRegionFeatures
 from argus_eval.models.regions import CONFIG_KEY, RegionFeatureProvider
-from argus_eval.zoo import evaluate as ev
-from argus_eval.zoo.data import load_split
-from argus_eval.zoo.loop import Schedule, run_phase, seed_everything
-from argus_eval.zoo.qa_mix import QuestionSampler, curriculum_pool
-from argus_eval.zoo.recipes import Log, Recipe, Trained
-from argus_eval.zoo.vocab import shapesworld_words, word_level
+from argus_eval.zoo.training import evaluate as ev
+from argus_eval.zoo.training.data import load_split
+from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
+from argus_eval.zoo.training.qa_mix import QuestionSampler, curriculum_pool
+from argus_eval.zoo.training.recipe import Log, Recipe, Trained
+from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 DOMAIN = "studio"
 TRAIN_IMAGES = 4000

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB, NUMBER_WORDS
-from argus_eval.zoo.data import DOMAIN_NAMES, load_split
+from argus_eval.zoo.training.data import DOMAIN_NAMES, load_split
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 VOCAB_IMAGES = 60  # images per domain whose texts define the vocabulary

@@ -9,11 +9,11 @@ import torch
 
 from argus_eval.models.hf_common import hf_module, to_pil
 from argus_eval.models.protocols import CAPTION, Generator, Model
-from argus_eval.zoo import evaluate as ev
-from argus_eval.zoo.data import load_split
-from argus_eval.zoo.loop import Schedule, run_phase, seed_everything
-from argus_eval.zoo.recipes import Log, Recipe, Trained
-from argus_eval.zoo.vocab import shapesworld_words, word_level
+from argus_eval.zoo.training import evaluate as ev
+from argus_eval.zoo.training.data import load_split
+from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
+from argus_eval.zoo.training.recipe import Log, Recipe, Trained
+from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 DOMAIN = "studio"
 TRAIN_IMAGES = 2000

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from argus_eval.zoo.data import SplitData
+from argus_eval.zoo.training.data import SplitData
 
 
 def is_zero_hop(q: dict[str, Any]) -> bool:

@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 from argus_eval.zoo.catalog import CHECKPOINTS, checkpoint_files, dir_size, read_manifest, write_entry
-from argus_eval.zoo.recipes import RECIPES, Log
+from argus_eval.zoo.recipes import RECIPES
+from argus_eval.zoo.training.recipe import Log
 
 
 def build(

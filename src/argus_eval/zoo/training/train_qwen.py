@@ -14,10 +14,10 @@ import torch
 from argus_eval.models.compat import ensure_qwen_processor_compat
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Model
-from argus_eval.zoo.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
-from argus_eval.zoo.loop import Schedule
-from argus_eval.zoo.recipes import Log, Recipe, Trained
-from argus_eval.zoo.vocab import shapesworld_words, word_level
+from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
+from argus_eval.zoo.training.loop import Schedule
+from argus_eval.zoo.training.recipe import Log, Recipe, Trained
+from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 # At most 96x96 pixels, aspect kept: 160x120 scenes become 96x80, 12x10 patches merged 2x2 -> 6x5 = 30 tokens.
 IMAGE, PATCH, MERGE = 96, 8, 2

@@ -28,12 +28,12 @@ from numpy.typing import NDArray
 
 from argus_eval.models.hf_common import to_pil
 from argus_eval.models.protocols import Generator, Model
-from argus_eval.zoo import evaluate as ev
-from argus_eval.zoo import object_tokens
-from argus_eval.zoo.data import SplitData, load_split
-from argus_eval.zoo.loop import Schedule, param_groups, run_phase, seed_everything
-from argus_eval.zoo.qa_mix import QuestionSampler, curriculum_pool
-from argus_eval.zoo.recipes import Log, Trained
+from argus_eval.zoo.training import evaluate as ev
+from argus_eval.zoo.training import object_tokens
+from argus_eval.zoo.training.data import SplitData, load_split
+from argus_eval.zoo.training.loop import Schedule, param_groups, run_phase, seed_everything
+from argus_eval.zoo.training.qa_mix import QuestionSampler, curriculum_pool
+from argus_eval.zoo.training.recipe import Log, Trained
 
 
 def task_prompts() -> tuple[str, str]:
