@@ -88,7 +88,7 @@ def main() -> None:
         cfg = parse_config(cfg_dict, "bench")
         import argus_eval.data.loaders  # noqa: F401
 
-        ds = FORMATS.get("shapesworld").load(cfg.dataset_options()[0], LoadContext(cache_dir=root / "cache"))
+        ds = FORMATS.get("shapesworld").load(cfg.datasets[0], LoadContext(cache_dir=root / "cache"))
         samples = [s for s in ds.samples if s.texts]
         from argus_eval.models.loading import load_model
 

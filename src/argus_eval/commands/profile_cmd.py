@@ -22,7 +22,7 @@ def profile_command(
     from argus_eval.runner.store import Store
 
     base = load_config(config) if config is not None else None
-    data = {} if base is None else base.model_dump(mode="json")
+    data = {} if base is None else base.written.model_dump(mode="json")
     data.update(
         {
             "models": [{"name": "profiled", "spec": spec, "device": device, "batch_size": batch_size}],
@@ -32,7 +32,7 @@ def profile_command(
         }
     )
     if base is None:
-        data["datasets"] = load_config(default_config_path()).datasets[:1]
+        data["datasets"] = load_config(default_config_path()).written.datasets[:1]
     cfg = parse_config(data, str(config or "argus profile"))
     import tempfile
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from argus_eval.report.fmt import axis_text
-from argus_eval.runner.config import RunConfig, load_config, parse_config
+from argus_eval.runner.config import RunSpec, load_config, parse_config
 
 
 def scorecard_table(results: dict[str, Any]) -> Table:
@@ -101,12 +101,12 @@ def run_command(
     )
 
 
-def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunConfig:
+def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunSpec:
     """The config file with command-line overrides applied (validated again as a whole)."""
     cfg = load_config(cfg_path)
     if not overrides:
         return cfg
-    data = cfg.model_dump(mode="json")
+    data = cfg.written.model_dump(mode="json")
     for key, value in overrides.items():
         data[key] = {**data[key], **value} if isinstance(value, dict) else value
     return parse_config(data, str(cfg_path))

@@ -1,7 +1,8 @@
-"""The run config: a validated description of one evaluation (YAML file or CLI flags).
+"""The run config as written (RunConfig) and resolved (RunSpec), from a YAML file or CLI flags.
 
 Unknown keys are rejected with the key path and the file named. Sub-sections owned by other wings
-(dataset formats, perturbation entries, scoring options) are validated by those wings' own models.
+(dataset formats, tasks, perturbation entries, scoring options) are validated by those wings' own
+models, once, in resolve(): everything downstream reads the typed RunSpec and parses nothing again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pydantic_core import PydanticCustomError
 from argus_eval.data.formats import FORMATS, DatasetOptions
 from argus_eval.errors import ArgusError, ConfigError
 from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb.conditions import Condition
 from argus_eval.scoring.options import ScoringOptions
+from argus_eval.tasks.base import TaskOptions
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -89,6 +92,28 @@ class RunConfig(BaseModel):
             raise ValueError(f"model names must be unique; repeated: {sorted(dup)}")
         return v
 
+    def resolve(self) -> RunSpec:
+        """Every section in its owner's typed model: dataset formats, tasks, expanded conditions."""
+        from argus_eval.perturb.conditions import expand_conditions
+        from argus_eval.runner.executors import EXECUTORS
+        from argus_eval.tasks.registry import parse_tasks
+
+        EXECUTORS.get(self.executor)
+        return RunSpec(
+            name=self.name,
+            seed=self.seed,
+            models=tuple(self.models),
+            datasets=tuple(self.dataset_options()),
+            tasks=tuple(parse_tasks(self.tasks)),
+            conditions=tuple(expand_conditions(self.perturbations)),
+            scoring=self.scoring,
+            efficiency=self.efficiency,
+            executor=self.executor,
+            executor_options=self.executor_options,
+            cache_dir=self.cache_dir,
+            written=self,
+        )
+
     def dataset_options(self) -> list[DatasetOptions]:
         """Each dataset entry validated by its format's own options model."""
         import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
@@ -112,6 +137,28 @@ class RunConfig(BaseModel):
         return out
 
 
+class RunSpec(BaseModel):
+    """A run config resolved: what the pipeline, dry run and profiler read (typed, frozen).
+
+    ``written`` is the config as written; the manifest records it so a run can be repeated from it."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    seed: int
+    models: tuple[ModelConfig, ...]
+    # Each entry is its format's own options model (a subclass), with relative paths under data_root.
+    datasets: tuple[DatasetOptions, ...]
+    tasks: tuple[TaskOptions, ...]
+    conditions: tuple[Condition, ...]  # CLEAN first, presets expanded, no duplicates
+    scoring: ScoringOptions
+    efficiency: EfficiencyConfig
+    executor: str
+    executor_options: dict[str, Any]
+    cache_dir: Path | None
+    written: RunConfig
+
+
 def _rooted(opts: DatasetOptions, root: Path | None) -> DatasetOptions:
     """Resolve the relative Path options of a dataset entry against the run's data_root."""
     if root is None:
@@ -130,8 +177,8 @@ def _first_error(e: ValidationError) -> str:
     return f"{loc}: {err['msg']}" if loc else str(err["msg"])
 
 
-def parse_config(data: Any, source: str) -> RunConfig:
-    """Validate a config mapping; errors name the source and the key path."""
+def parse_config(data: Any, source: str) -> RunSpec:
+    """Validate a config mapping and resolve it; errors name the source and the key path."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
     try:
@@ -139,29 +186,13 @@ def parse_config(data: Any, source: str) -> RunConfig:
     except ValidationError as e:
         raise ConfigError(f"{source}: {_first_error(e)}") from None
     try:
-        cfg.dataset_options()
-        _validate_sections(cfg)
-    except ConfigError as e:
-        raise ConfigError(f"{source}: {e}") from None
+        return cfg.resolve()
     except ArgusError as e:
         raise ConfigError(f"{source}: {e}") from None
-    return cfg
 
 
-def _validate_sections(cfg: RunConfig) -> None:
-    """Validate sections whose schema lives in other wings (conditions, tasks, executor)."""
-    from argus_eval.perturb.conditions import expand_conditions
-    from argus_eval.tasks.registry import build_tasks
-
-    expand_conditions(cfg.perturbations)
-    build_tasks(cfg.tasks)
-    from argus_eval.runner.executors import EXECUTORS
-
-    EXECUTORS.get(cfg.executor)
-
-
-def load_config(path: Path) -> RunConfig:
-    """Read and validate a YAML (or JSON) run config file."""
+def load_config(path: Path) -> RunSpec:
+    """Read, validate and resolve a YAML (or JSON) run config file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

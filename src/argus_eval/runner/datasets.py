@@ -7,15 +7,15 @@ from pathlib import Path
 import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
 from argus_eval.data.formats import LoadContext, load_dataset
 from argus_eval.data.types import Dataset
-from argus_eval.runner.config import RunConfig
+from argus_eval.runner.config import RunSpec
 
 DEFAULT_CACHE = Path.home() / ".cache" / "argus-eval"
 
 
-def load_datasets(cfg: RunConfig) -> list[Dataset]:
+def load_datasets(cfg: RunSpec) -> list[Dataset]:
     """Each dataset entry through its format's loader, with the run's cache dir and seed."""
     ctx = LoadContext(cache_dir=cfg.cache_dir or DEFAULT_CACHE, seed=cfg.seed)
     out = []
-    for opts in cfg.dataset_options():
+    for opts in cfg.datasets:
         out.append(load_dataset(opts, ctx))
     return out

@@ -9,12 +9,11 @@ from argus_eval.models.loading import _split, load_model
 from argus_eval.models.presets import PRESETS
 from argus_eval.models.protocols import ModelInfo
 from argus_eval.models.spec import ModelConfig
-from argus_eval.perturb.conditions import expand_conditions
 from argus_eval.runner.baselines import baseline_rows
-from argus_eval.runner.config import RunConfig
+from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.plan import Cell, build_plan
-from argus_eval.tasks.registry import build_tasks
+from argus_eval.tasks.registry import make_tasks
 
 
 def _declared_info(cfg: ModelConfig) -> ModelInfo:
@@ -45,13 +44,13 @@ def model_calls(cell: Cell) -> int:
 
 
 def describe_plan(
-    cfg: RunConfig,
+    cfg: RunSpec,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
     """Rows (model, task, dataset, conditions, samples, protocol, model calls per cell and in all) and
     the pairs left out with reasons, and the blind baseline's source (or its absence) per dataset."""
     datasets = load_datasets(cfg)
-    tasks = build_tasks(cfg.tasks)
-    conditions = expand_conditions(cfg.perturbations)
+    tasks = make_tasks(cfg.tasks)
+    conditions = list(cfg.conditions)
     infos: dict[str, ModelInfo] = {}
     skipped: list[dict[str, str]] = []
     usable: list[ModelConfig] = []

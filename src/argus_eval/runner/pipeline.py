@@ -14,8 +14,7 @@ from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.secrets import redact, redact_text
 from argus_eval.models.spec import ModelConfig
-from argus_eval.perturb.conditions import expand_conditions
-from argus_eval.runner.config import RunConfig
+from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.executors import EXECUTORS
 from argus_eval.runner.local import ExecStats, ModelPool
@@ -26,7 +25,7 @@ from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results
 from argus_eval.runner.score import score_cells, write_samples
 from argus_eval.runner.store import Store
-from argus_eval.tasks.registry import build_tasks
+from argus_eval.tasks.registry import make_tasks
 
 RESULTS_SCHEMA = "argus-eval/results/1"
 
@@ -69,10 +68,10 @@ def model_infos(store: Store, pool: ModelPool) -> Callable[[ModelConfig, str], M
     return get
 
 
-def plan_run(cfg: RunConfig, store: Store, pool: ModelPool) -> Plan:
+def plan_run(cfg: RunSpec, store: Store, pool: ModelPool) -> Plan:
     datasets = load_datasets(cfg)
-    tasks = build_tasks(cfg.tasks)
-    conditions = expand_conditions(cfg.perturbations)
+    tasks = make_tasks(cfg.tasks)
+    conditions = list(cfg.conditions)
     fps = [model_fingerprint(m) for m in cfg.models]
     infos = model_infos(store, pool)
     fp_of = dict(zip([m.name for m in cfg.models], fps, strict=True))
@@ -93,7 +92,7 @@ def require_cells(plan: Plan) -> None:
 
 
 def run(
-    cfg: RunConfig,
+    cfg: RunSpec,
     out_dir: Path,
     *,
     strict: bool = False,
@@ -127,7 +126,7 @@ def run(
     with writing(out_dir / "samples.jsonl"):
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
     manifest = {
-        "config": redact(cfg.model_dump(mode="json")),  # URL credentials, secret-looking keys
+        "config": redact(cfg.written.model_dump(mode="json")),  # URL credentials, secret-looking keys
         "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.seed},
         "versions": package_versions(),
         "git": git_revision(),

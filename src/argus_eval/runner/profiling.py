@@ -26,7 +26,7 @@ from argus_eval.errors import ArgusError, SampleError
 from argus_eval.models import embed_memo
 from argus_eval.models.protocols import Model
 from argus_eval.perturb.conditions import CLEAN
-from argus_eval.runner.config import RunConfig
+from argus_eval.runner.config import RunSpec
 from argus_eval.runner.gallery import with_gallery
 from argus_eval.runner.images import ImageCache
 from argus_eval.runner.local import ModelPool
@@ -80,7 +80,7 @@ def timing_cells(plan: Plan) -> list[Cell]:
     return out
 
 
-def _key(cell: Cell, cfg: RunConfig, hw_id: str, part: str) -> str:
+def _key(cell: Cell, cfg: RunSpec, hw_id: str, part: str) -> str:
     eff = cfg.efficiency.model_dump()
     # the model's name too: two entries of one checkpoint are timed separately, so each keeps its own trials
     unit = (cell.model.name, cell.model_fp, cell.task.name, cell.protocol.name)
@@ -97,7 +97,7 @@ def _retry_once(fn: Callable[[], Any]) -> Any:
 class _Unit:
     """One (model, task) being timed: its inputs, stored trials and static figures."""
 
-    def __init__(self, cell: Cell, cfg: RunConfig, store: Store) -> None:
+    def __init__(self, cell: Cell, cfg: RunSpec, store: Store) -> None:
         self.cell = cell
         self.cfg = cfg
         self.store = store
@@ -216,13 +216,13 @@ def cpu_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunConfig) -> Profiles:
+def profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Profiles:
     """Timing trials of every (model, task), interleaved; stored trials are reused, missing ones measured."""
     with cpu_threads(cfg.efficiency.cpu_threads):
         return _profile_plan(plan, store, pool, cfg)
 
 
-def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunConfig) -> Profiles:
+def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Profiles:
     out = Profiles()
     cells = timing_cells(plan)
     units: dict[tuple[str, str], _Unit] = {}

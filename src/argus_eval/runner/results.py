@@ -7,7 +7,7 @@ from typing import Any
 from argus_eval.efficiency.devices import DEVICES, get_device, project
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import summary_spread
-from argus_eval.runner.config import RunConfig
+from argus_eval.runner.config import RunSpec
 from argus_eval.runner.profiling import Profiles
 from argus_eval.runner.score import ScoredCell, cell_data, cell_summary
 from argus_eval.scoring.extras import add_extra_scores
@@ -82,7 +82,7 @@ def projections(profile: EfficiencyProfile) -> list[dict[str, object]]:
 NOISY_SPREAD = 0.5
 
 
-def timing_block(prof: Profiles, cfg: RunConfig) -> dict[str, Any]:
+def timing_block(prof: Profiles, cfg: RunSpec) -> dict[str, Any]:
     """The run's timing trials, their noise, and what was left out of E and why."""
     timings = list(prof.timings.values())
     noise = summary_spread(timings)
@@ -107,7 +107,7 @@ def timing_block(prof: Profiles, cfg: RunConfig) -> dict[str, Any]:
 def build_results(
     scored: list[ScoredCell],
     prof: Profiles,
-    cfg: RunConfig,
+    cfg: RunSpec,
     manifest: dict[str, Any],
 ) -> dict[str, Any]:
     """Everything a report needs, as plain JSON with deterministic content for the same inputs."""

@@ -8,16 +8,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from argus_eval.errors import ConfigError
-from argus_eval.tasks.base import TASKS, Task
+from argus_eval.tasks.base import TASKS, Task, TaskOptions
 
 TASKS.register("retrieval", "argus_eval.tasks.retrieval:RetrievalTask")
 TASKS.register("captioning", "argus_eval.tasks.captioning:CaptioningTask")
 TASKS.register("reasoning", "argus_eval.tasks.reasoning:ReasoningTask")
 
 
-def build_tasks(entries: Sequence[str | dict[str, Any]]) -> list[Task]:
-    """Instantiate tasks from config entries: a name, or a mapping with name and the task's options."""
-    tasks: list[Task] = []
+def parse_tasks(entries: Sequence[str | dict[str, Any]]) -> list[TaskOptions]:
+    """Validate task config entries (a name, or a mapping with name and options) into their options models."""
+    out: list[TaskOptions] = []
     for i, entry in enumerate(entries):
         data = {"name": entry} if isinstance(entry, str) else dict(entry)
         name = data.get("name")
@@ -25,9 +25,19 @@ def build_tasks(entries: Sequence[str | dict[str, Any]]) -> list[Task]:
             raise ConfigError(f"tasks[{i}]: missing key 'name' (one of {', '.join(TASKS.names())})")
         cls = TASKS.get(name)
         try:
-            tasks.append(cls(cls.options_model.model_validate(data)))
+            out.append(cls.options_model.model_validate(data))
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
             raise ConfigError(f"tasks[{i}] ({name}): {loc}: {err['msg']}") from None
-    return tasks
+    return out
+
+
+def make_tasks(options: Sequence[TaskOptions]) -> list[Task]:
+    """One task instance per validated options model (a run's tasks are fresh objects each run)."""
+    return [TASKS.get(o.name)(o) for o in options]
+
+
+def build_tasks(entries: Sequence[str | dict[str, Any]]) -> list[Task]:
+    """Tasks straight from config entries (parse_tasks then make_tasks)."""
+    return make_tasks(parse_tasks(entries))
