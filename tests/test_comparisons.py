@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from argus_eval.data.answer_types import typed_candidates
-from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB, COLORS
+from argus_eval.data.clevr.vocab import ANSWER_VOCAB, COLORS
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.efficiency.trials import TaskTiming, Trial
 from argus_eval.scoring.cells import mean_cell

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from argus_eval.data.clevr.program import ProgramError, family_of
 from argus_eval.data.formats import FORMATS, LoadContext
 from argus_eval.data.loaders import shapesworld as sw_loader
 from argus_eval.data.shapesworld import ANSWER_VOCAB, DOMAINS, generate, generate_split, run_to_answer
 from argus_eval.data.shapesworld.captions import CountIs, Exists, OnlyOne, Related, ShapeInventory, TruthIndex
-from argus_eval.data.shapesworld.program import ProgramError, family_of
 from argus_eval.data.shapesworld.questions import TEMPLATES
 from argus_eval.data.shapesworld.scene import SceneObject, relationships
 

@@ -10,7 +10,7 @@ level at 1/28 instead of 1/8.
 
 from __future__ import annotations
 
-from argus_eval.data.shapesworld.vocab import ATTRIBUTES, MAX_COUNT, VALUES
+from argus_eval.data.clevr.vocab import ATTRIBUTES, MAX_COUNT, VALUES
 from argus_eval.data.types import Sample
 
 YES_NO = ("yes", "no")

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
+from argus_eval.data.clevr.program import SKILLS, ProgramError, family_of, question_type
+from argus_eval.data.clevr.vocab import ANSWER_VOCAB
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import (
     Ids,
@@ -26,8 +28,6 @@ from argus_eval.data.loaders._common import (
     section,
 )
 from argus_eval.data.paths import safe_relpath
-from argus_eval.data.shapesworld.program import SKILLS, ProgramError, family_of, question_type
-from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB
 from argus_eval.data.train_split import TrainAnswers, gold_answers, train_prior
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import DatasetError

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from argus_eval.data.clevr.vocab import ANSWER_VOCAB
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import Skips, counts, limit_each_kind
 from argus_eval.data.loaders.caption_bank import read_caption_bank
@@ -23,7 +24,6 @@ from argus_eval.data.loaders.clevr import read_clevr_questions, read_scene_indic
 from argus_eval.data.loaders.coco import read_coco_captions
 from argus_eval.data.shapesworld.domains import get_domain
 from argus_eval.data.shapesworld.generate import GENERATOR_VERSION
-from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB
 from argus_eval.data.shapesworld.writer import generate_split
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from argus_eval.data.clevr.vocab import OPPOSITE, PLURALS, SHAPES
 from argus_eval.data.shapesworld import text as T
-from argus_eval.data.shapesworld.vocab import OPPOSITE, PLURALS, SHAPES
 
 Objects = Sequence[Mapping[str, Any]]
 Rels = Mapping[str, list[list[int]]]

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from argus_eval.data.clevr.program import SKILLS, question_type
 from argus_eval.data.shapesworld.captions import TruthIndex, facts_for_scene
 from argus_eval.data.shapesworld.domains import Domain, get_domain
-from argus_eval.data.shapesworld.program import SKILLS, question_type
 from argus_eval.data.shapesworld.questions import Balancer, questions_for_scene
 from argus_eval.data.shapesworld.render import in_frame, render
 from argus_eval.data.shapesworld.scene import camera_for, sample_objects, scene_json

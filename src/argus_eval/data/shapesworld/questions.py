@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus_eval.data.clevr.program import ProgramError, question_type, run_to_answer
+from argus_eval.data.clevr.vocab import ATTRIBUTES, RELATIONS, VALUES
 from argus_eval.data.shapesworld import text as T
-from argus_eval.data.shapesworld.program import ProgramError, question_type, run_to_answer
-from argus_eval.data.shapesworld.vocab import ATTRIBUTES, RELATIONS, VALUES
 
 Desc = dict[str, str]
 Objects = list[Mapping[str, Any]]

@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, ImageDraw
 
+from argus_eval.data.clevr.vocab import COLOR_RGB
 from argus_eval.data.shapesworld.domains import Domain
 from argus_eval.data.shapesworld.scene import HEIGHT, WIDTH, Camera, SceneObject, camera_for
-from argus_eval.data.shapesworld.vocab import COLOR_RGB
 
 SUPERSAMPLE = 2
 F32 = NDArray[np.float32]

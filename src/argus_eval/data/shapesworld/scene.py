@@ -12,8 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from argus_eval.data.clevr.vocab import COLORS, MATERIALS, SHAPES, SIZE_RADIUS, SIZES
 from argus_eval.data.shapesworld.domains import Domain
-from argus_eval.data.shapesworld.vocab import COLORS, MATERIALS, SHAPES, SIZE_RADIUS, SIZES
 
 WIDTH, HEIGHT = 160, 120
 EXTENT = 3.0  # objects are placed in [-EXTENT, EXTENT]^2

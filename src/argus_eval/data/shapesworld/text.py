@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from argus_eval.data.shapesworld.vocab import NUMBER_WORDS, PLURALS, SYNONYMS
+from argus_eval.data.clevr.vocab import NUMBER_WORDS, PLURALS, SYNONYMS
 
 ORDER = ("size", "color", "material", "shape")
 

@@ -15,8 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from argus_eval.data.clevr.program import question_type
 from argus_eval.data.shapesworld.generate import generate
-from argus_eval.data.shapesworld.program import question_type
 
 DOMAIN_NAMES: tuple[str, ...] = ("studio", "clutter", "palette")
 DATA_SEED = 0  # base seed of every zoo split; train and test differ through the split name

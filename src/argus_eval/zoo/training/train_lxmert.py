@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB
+from argus_eval.data.clevr.vocab import ANSWER_VOCAB
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CLASSIFY, Classifier, Model
 from argus_eval.models.region_segments import SegmentRegionFeatures

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from argus_eval.data.shapesworld.vocab import ANSWER_VOCAB, NUMBER_WORDS
+from argus_eval.data.clevr.vocab import ANSWER_VOCAB, NUMBER_WORDS
 from argus_eval.zoo.training.data import DOMAIN_NAMES, load_split
 
 _WORD = re.compile(r"\w+|[^\w\s]")

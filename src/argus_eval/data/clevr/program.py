@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from argus_eval.data.shapesworld.vocab import ATTRIBUTES
+from argus_eval.data.clevr.vocab import ATTRIBUTES
 
 Value = frozenset[int] | int | bool | str
 Scene = Mapping[str, Any]
