@@ -111,9 +111,7 @@ def _exhaustive_recall(ds: Dataset, ready: list[Prepared], scores: NDArray[np.fl
     records = {
         p.sample.sample_id: Record(p.sample.sample_id, {}, {"scores": scores[i]}) for i, p in enumerate(ready)
     }
-    from argus_eval.tasks.base import ProtocolChoice
-
-    proto = ProtocolChoice("score-pairs", False, "")
+    proto = next(p for p in task.protocols() if p.name == "score-pairs")
     return task.finalize(ds, [p.sample for p in ready], records, proto).primary
 
 

@@ -12,9 +12,10 @@ import yaml
 from argus_eval.data.types import Dataset
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.dryrun import describe_plan
-from argus_eval.tasks.base import CellResult, ProtocolChoice
+from argus_eval.tasks.base import CellResult
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.records import Record
+from task_fixtures import protocol_named
 from vcr_fixtures import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +28,8 @@ def _score(ds: Dataset, answer: str = "nothing") -> CellResult:
     """The reasoning cell of a model that always answers `answer` (the baseline does not depend on it)."""
     qs = [s for s in ds.samples if s.answers]
     records = {s.sample_id: Record(s.sample_id, {"answer": answer}) for s in qs}
-    return ReasoningTask().finalize(ds, qs, records, ProtocolChoice("generate", True, "test"))
+    task = ReasoningTask()
+    return task.finalize(ds, qs, records, protocol_named(task, "generate"))
 
 
 def test_clevr_blind_baseline_equals_the_hand_computed_prior(tmp_path: Path) -> None:

@@ -12,11 +12,13 @@ from argus_eval.data.answer_types import typed_candidates
 from argus_eval.data.clevr.vocab import ANSWER_VOCAB, COLORS
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.efficiency.trials import TaskTiming, Trial
+from argus_eval.models.protocols import CLASSIFY, EMBED
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 from argus_eval.tasks.reasoning import chance_level
+from task_fixtures import fake_info, protocol_named
 
 N = 200
 IDS = [f"s{i:03d}" for i in range(N)]
@@ -203,6 +205,8 @@ def test_chance_level_is_the_mean_uniform_guess_over_answer_types() -> None:
 class _Recorder:
     """A dual encoder that likes the statement containing 'blue' and records every statement."""
 
+    info = fake_info(EMBED)
+
     def __init__(self) -> None:
         self.texts: list[str] = []
 
@@ -215,7 +219,7 @@ class _Recorder:
 
 
 def test_substitute_scores_only_the_answer_type_with_its_own_template() -> None:
-    from argus_eval.tasks.base import Prepared, ProtocolChoice
+    from argus_eval.tasks.base import Prepared
     from argus_eval.tasks.reasoning import ReasoningOptions, ReasoningTask
 
     task = ReasoningTask(ReasoningOptions(statements={"color": "a {answer} thing, asked: {question}"}))
@@ -233,7 +237,7 @@ def test_substitute_scores_only_the_answer_type_with_its_own_template() -> None:
     img = np.zeros((4, 4, 3), dtype=np.uint8)
     batch = [Prepared(s, img, (), s.question) for s in (colour, yes_no)]
     model = _Recorder()
-    protocol = ProtocolChoice("embed-statements", False, "")
+    protocol = protocol_named(task, "embed-statements")
     records = task.infer(model, protocol, batch, ds)  # type: ignore[arg-type]
     assert [r.output["answer"] for r in records] == ["blue", "yes"]  # type: ignore[index]
     assert model.texts == [f"a {c} thing, asked: What color is it?" for c in COLORS] + [
@@ -246,9 +250,7 @@ class _Head:
     """A classifier whose answer head knows single words only."""
 
     labels = ("yes", "no", "red")
-
-    class info:  # a stand-in for ModelInfo
-        name = "head"
+    info = fake_info(CLASSIFY, name="head")
 
     def classify(self, images: list[np.ndarray], questions: list[str]) -> np.ndarray:
         return np.tile(np.array([0.1, 0.2, 0.7]), (len(images), 1))
@@ -256,24 +258,18 @@ class _Head:
 
 def test_classify_never_answers_options_its_head_lacks() -> None:
     from argus_eval.errors import CapabilityError
-    from argus_eval.tasks.base import Prepared, ProtocolChoice
+    from argus_eval.tasks.base import Prepared
     from argus_eval.tasks.reasoning import ReasoningTask
 
     task = ReasoningTask()
     ds = Dataset("d", [], image_root=Path("."), fingerprint="f")
     img = np.zeros((4, 4, 3), dtype=np.uint8)
-    protocol = ProtocolChoice("classify", True, "")
+    protocol = protocol_named(task, "classify")
     words = Sample("w", "i.png", question="?", choices=("no", "red", "blue"), answer_index=1)
     assert task.infer(_Head(), protocol, [Prepared(words, img, (), "?")], ds)[0].output == {"answer": "red"}  # type: ignore[arg-type]
     sentences = Sample("s", "i.png", question="?", choices=("He is angry.", "She waves."), answer_index=0)
     with pytest.raises(CapabilityError, match="none of the options of question s"):
         task.infer(_Head(), protocol, [Prepared(sentences, img, (), "?")], ds)  # type: ignore[arg-type]
-
-
-def test_every_reasoning_protocol_has_its_answerer() -> None:
-    from argus_eval.tasks.reasoning import _ANSWERERS, ReasoningTask
-
-    assert {name for name, *_ in ReasoningTask().protocols()} == set(_ANSWERERS)
 
 
 def test_a_tie_asks_for_timing_trials_only_when_timing_is_undecided() -> None:

@@ -11,16 +11,18 @@ from numpy.typing import NDArray
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import MetricError
+from argus_eval.models.protocols import CHOOSE, GENERATE
 from argus_eval.scoring.extras import extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, group_rows, paired_counts
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellData, CellKey
-from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice
+from argus_eval.tasks.base import CellResult, Prepared
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.reasoning_schemes import mean_scheme, scheme_of
 from argus_eval.tasks.records import Record
 from argus_eval.tasks.vcr_scoring import JOINT
+from task_fixtures import fake_info, protocol_named
 from vcr_fixtures import load, vcr_line, write_jsonl
 
 # (answer_label, rationale_label, model's answer, model's rationale, model's 16-way pick right?)
@@ -56,7 +58,8 @@ def _finalize(ds: Dataset, picks: dict[str, int], protocol: str = "choose") -> C
     records = {
         s.sample_id: Record(s.sample_id, {"answer": s.choices[picks[s.sample_id]]}) for s in ds.samples
     }
-    return ReasoningTask().finalize(ds, ds.samples, records, ProtocolChoice(protocol, True, "test"))
+    task = ReasoningTask()
+    return task.finalize(ds, ds.samples, records, protocol_named(task, protocol))
 
 
 def test_q2a_qa2r_and_q2ar_equal_hand_counts(tmp_path: Path) -> None:
@@ -86,7 +89,8 @@ def test_q2ar_needs_both_items_of_an_annotation(tmp_path: Path) -> None:
         for s in ds.samples
         if s.sample_id != "q/a1/qa2r"  # a1's rationale item failed upstream
     }
-    res = ReasoningTask().finalize(ds, ds.samples, records, ProtocolChoice("choose", True, "test"))
+    task = ReasoningTask()
+    res = task.finalize(ds, ds.samples, records, protocol_named(task, "choose"))
     assert res.metrics["Q->A"] == 2 / 4  # every q2a item still counts for Q->A
     assert res.metrics["QA->R"] == 3 / 3  # over the annotations with both items: a0, a2, a3
     assert res.metrics["Q->AR"] == 1 / 3  # only a0
@@ -94,6 +98,8 @@ def test_q2ar_needs_both_items_of_an_annotation(tmp_path: Path) -> None:
 
 class _Generator:
     """Answers each prompt with the letter of the planned option, in call order."""
+
+    info = fake_info(GENERATE)
 
     def __init__(self, letters: list[str]) -> None:
         self.letters = letters
@@ -105,6 +111,8 @@ class _Generator:
 
 class _Chooser:
     """Gives the planned option the highest log-likelihood, in call order."""
+
+    info = fake_info(CHOOSE)
 
     def __init__(self, picks: list[int]) -> None:
         self.picks = picks
@@ -129,8 +137,9 @@ def test_generative_and_choose_protocols_give_the_same_scores(tmp_path: Path, pr
     model = _Generator([f"{chr(65 + i)}." for i in order]) if protocol == "generate" else _Chooser(order)
     batch = [Prepared(s, np.zeros((4, 4, 3), np.uint8), (), s.question) for s in ds.samples]
     task = ReasoningTask()
-    recs = task.infer(model, ProtocolChoice(protocol, True, "test"), batch, ds)  # type: ignore[arg-type]
-    res = task.finalize(ds, ds.samples, {r.sample_id: r for r in recs}, ProtocolChoice(protocol, True, "t"))
+    proto = protocol_named(task, protocol)
+    recs = task.infer(model, proto, batch, ds)  # type: ignore[arg-type]
+    res = task.finalize(ds, ds.samples, {r.sample_id: r for r in recs}, proto)
     assert (res.metrics["Q->A"], res.metrics["QA->R"], res.metrics["Q->AR"]) == (Q_A, QA_R, Q_AR)
 
 

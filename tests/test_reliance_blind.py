@@ -6,9 +6,9 @@ from pathlib import Path
 
 from argus_eval.data.blind import blind_answers, blind_prior
 from argus_eval.data.types import Dataset, Sample
-from argus_eval.tasks.base import ProtocolChoice
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.records import Record
+from task_fixtures import protocol_named
 
 TRAIN = (
     ("count_a", "count", "2"),
@@ -20,7 +20,7 @@ TRAIN = (
     ("exist_a", "exist", "yes"),
     ("color_a", "query_color", "red"),
 )
-PROTOCOL = ProtocolChoice("generate", True, "test")
+PROTOCOL = protocol_named(ReasoningTask(), "generate")
 
 
 def _q(i: int, family: str, qtype: str, answer: str, choices: tuple[str, ...] = ()) -> Sample:

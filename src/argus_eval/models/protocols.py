@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -108,3 +108,35 @@ class Classifier(Protocol):
     def classify(self, images: Sequence[ImageArray], questions: Sequence[str]) -> NDArray[np.float32]:
         """(n, len(labels)) scores of a fixed answer head."""
         ...
+
+
+@runtime_checkable
+class PooledPairScorer(PairScorer, Pooler, Protocol):
+    """Scores pairs and pools vectors: shortlists by its own pooled vectors, re-ranks by pair scores."""
+
+
+# One check per interface, for tasks to bind a model to the interface a protocol calls. They are
+# functions (not the classes themselves) because a typing Protocol cannot be passed where a class is
+# expected, and a TypeGuard carries the interface's type to the caller.
+def embeds(model: object) -> TypeGuard[Embedder]:
+    return isinstance(model, Embedder)
+
+
+def scores_pairs(model: object) -> TypeGuard[PairScorer]:
+    return isinstance(model, PairScorer)
+
+
+def scores_and_pools(model: object) -> TypeGuard[PooledPairScorer]:
+    return isinstance(model, PooledPairScorer)
+
+
+def generates(model: object) -> TypeGuard[Generator]:
+    return isinstance(model, Generator)
+
+
+def chooses(model: object) -> TypeGuard[Chooser]:
+    return isinstance(model, Chooser)
+
+
+def classifies(model: object) -> TypeGuard[Classifier]:
+    return isinstance(model, Classifier)

@@ -48,7 +48,7 @@ def with_gallery(
     cell: Cell, ready: list[Prepared], run_seed: int, memo: Galleries | None = None
 ) -> list[Prepared]:
     """The prepared samples with the cell's gallery attached when its protocol scores all pairs."""
-    if not ready or not cell.task.needs_gallery(cell.protocol):
+    if not ready or not cell.protocol.gallery:
         return ready
     gallery = cell_gallery(cell.key, cell.samples, cell.condition, run_seed, memo)
     return [replace(p, gallery=gallery) for p in ready]

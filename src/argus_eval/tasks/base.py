@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeGuard, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,15 +32,6 @@ class TaskOptions(BaseModel):
 
 
 @dataclass(frozen=True)
-class ProtocolChoice:
-    """Which protocol answers a task for a model, and whether it is the task's native one."""
-
-    name: str
-    native: bool
-    description: str
-
-
-@dataclass(frozen=True)
 class Prepared:
     """A sample as the model sees it under a condition: decoded (maybe perturbed) image and query texts."""
 
@@ -52,7 +43,96 @@ class Prepared:
     gallery: tuple[str, ...] = ()
 
 
+def images_of(batch: Sequence[Prepared]) -> list[ImageArray]:
+    """The decoded images of a prepared batch, in order."""
+    return [p.image for p in batch if p.image is not None]
+
+
 Finish = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+
+Cap = TypeVar("Cap")
+# How a protocol answers one batch: the model as the interface the protocol calls, its identity (for
+# messages and per-model caches), the prepared batch and its dataset; one Record per prepared sample.
+Answer = Callable[[Cap, ModelInfo, Sequence[Prepared], Dataset], list[Record]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolChoice(ABC):
+    """How a task gets its numbers from a model: what results and reports print (name, whether it is the
+    task's native protocol, description), which capabilities it needs, and run(), which calls the model.
+
+    The name, the task's options and the task's name make the request hash of every stored record.
+    """
+
+    name: str
+    needs: frozenset[str]
+    native: bool
+    description: str
+    # Scores each sample against every text of its cell (the runner fills Prepared.gallery).
+    gallery: bool = False
+    # Model inputs one cell of these samples sends (pairs scored, texts and images embedded, answers).
+    cost: Callable[[Sequence[Sample]], int] = len
+
+    def offered_by(self, info: ModelInfo) -> bool:
+        """Whether a model declaring info's capabilities can serve this protocol."""
+        return self.needs <= info.capabilities
+
+    def model_calls(self, samples: Sequence[Sample]) -> int:
+        """Model inputs one cell of these samples sends (the dry run prints them before any call)."""
+        return self.cost(samples)
+
+    @abstractmethod
+    def run(self, model: Model, batch: Sequence[Prepared], dataset: Dataset) -> list[Record]:
+        """Run one batch through the model; one Record per prepared sample."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskProtocol(ProtocolChoice, Generic[Cap]):
+    """A protocol typed on the capability interface it calls: bind() checks a model once and gives the
+    typed view that answer() is written against, so no answer checks the model's type again."""
+
+    offers: Callable[[object], TypeGuard[Cap]]  # the interface check, e.g. models.protocols.embeds
+    answer: Answer[Cap]
+
+    def bind(self, model: Model) -> Cap:
+        """model as the interface this protocol calls; CapabilityError naming what it needs and offers."""
+        info = model.info
+        wanted = "+".join(sorted(self.needs))
+        if not self.offered_by(info):
+            offered = ", ".join(sorted(info.capabilities)) or "nothing"
+            raise CapabilityError(
+                f"model {info.name!r} offers {offered} but protocol {self.name!r} needs {wanted}"
+            )
+        if not self.offers(model):
+            raise CapabilityError(
+                f"model {info.name!r} declares {wanted} but lacks its methods, which protocol "
+                f"{self.name!r} calls; the adapter must implement them or stop declaring {wanted}"
+            )
+        return model
+
+    def run(self, model: Model, batch: Sequence[Prepared], dataset: Dataset) -> list[Record]:
+        return self.answer(self.bind(model), model.info, batch, dataset)
+
+
+def via(
+    capability: str,
+    offers: Callable[[object], TypeGuard[Cap]],
+    answer: Answer[Cap],
+    name: str,
+    description: str,
+    native: bool = True,
+    cost: Callable[[Sequence[Sample]], int] = len,
+) -> TaskProtocol[Cap]:
+    """A protocol that needs one capability and calls answer with the model bound to its interface."""
+    return TaskProtocol(
+        name=name,
+        needs=frozenset({capability}),
+        native=native,
+        description=description,
+        cost=cost,
+        offers=offers,
+        answer=answer,
+    )
 
 
 @dataclass
@@ -103,34 +183,35 @@ class Task(ABC):
         """The samples of dataset this task evaluates (by content, never by dataset name)."""
 
     @abstractmethod
-    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
-        """Protocols in preference order: (name, capabilities needed, native, description)."""
+    def protocols(self) -> Sequence[ProtocolChoice]:
+        """Protocols in preference order, each with what it needs and how it runs."""
 
     def choose_protocol(self, info: ModelInfo) -> ProtocolChoice:
         """The first protocol whose needed capabilities the model offers."""
-        for name, needs, native, desc in self.protocols():
-            if needs <= info.capabilities:
-                return ProtocolChoice(name, native, desc)
+        protocols = self.protocols()
+        for protocol in protocols:
+            if protocol.offered_by(info):
+                return protocol
         offered = ", ".join(sorted(info.capabilities)) or "none"
-        wanted = " or ".join("+".join(sorted(n)) for _, n, _, _ in self.protocols())
+        wanted = " or ".join("+".join(sorted(p.needs)) for p in protocols)
         raise CapabilityError(f"model {info.name!r} offers {offered} but task {self.name!r} needs {wanted}")
 
     def request_hash(self, protocol: ProtocolChoice) -> str:
         """Hash of everything about the request that changes a model's answer (prompt, options)."""
         return fingerprint_of(self.name, protocol.name, self.options.model_dump(mode="json"))
 
-    def needs_gallery(self, protocol: ProtocolChoice) -> bool:
-        """Whether this protocol scores each sample against the whole cell's texts (Prepared.gallery)."""
-        return False
+    def model_calls(self, protocol: ProtocolChoice, samples: Sequence[Sample]) -> int:
+        """Model inputs one cell of these samples sends under protocol (the dry run prints them)."""
+        return protocol.model_calls(samples)
 
     def accepts(self, condition_kind: str) -> bool:
         return condition_kind in self.accepts_kinds
 
-    @abstractmethod
     def infer(
         self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
-        """Run one batch through the model; one Record per prepared sample."""
+        """Run one batch through the model by the chosen protocol; one Record per prepared sample."""
+        return protocol.run(model, batch, dataset)
 
     @abstractmethod
     def finalize(

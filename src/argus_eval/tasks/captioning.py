@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,13 +13,29 @@ from pydantic import Field
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
 from argus_eval.metrics.caption import caption_components, caption_finish
-from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, Embedder, Generator, Model
-from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.models.protocols import (
+    CAPTION,
+    EMBED,
+    GENERATE,
+    Embedder,
+    Generator,
+    ModelInfo,
+    embeds,
+    generates,
+)
+from argus_eval.tasks.base import (
+    CellResult,
+    Finish,
+    Prepared,
+    ProtocolChoice,
+    Task,
+    TaskOptions,
+    images_of,
+    via,
+)
 from argus_eval.tasks.records import Record
 
 DEFAULT_METRICS = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
-# Which prompt option each generative protocol sends: an instruction, or a prefix to continue.
-_PROMPTS = {"generate": "prompt", "caption": "prefix_prompt"}
 
 
 class CaptioningOptions(TaskOptions):
@@ -55,52 +72,40 @@ class CaptioningTask(Task):
     def select(self, dataset: Dataset) -> list[Sample]:
         return [s for s in dataset.samples if s.texts and s.image is not None and s.question is None]
 
-    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
+    def protocols(self) -> Sequence[ProtocolChoice]:
+        opts = self.options
         return [
-            ("generate", frozenset({GENERATE}), True, "greedy generation from the captioning instruction"),
-            ("caption", frozenset({CAPTION}), True, "greedy caption continuing the caption prefix"),
-            (
-                "caption-by-retrieval",
-                frozenset({EMBED}),
-                False,
+            via(GENERATE, generates, Prompted(opts.prompt, opts.max_new_tokens), "generate",
+                "greedy generation from the captioning instruction"),
+            via(CAPTION, generates, Prompted(opts.prefix_prompt, opts.max_new_tokens), "caption",
+                "greedy caption continuing the caption prefix"),
+            via(EMBED, embeds, self._nearest_caption, "caption-by-retrieval",
                 "best caption of the training-split caption bank by image-text embedding similarity",
-            ),
-        ]
+                native=False),
+        ]  # fmt: skip
 
     def _metrics(self) -> list[str]:
         # METEOR needs a Java runtime; without one it is left out of the score and the cell says so.
         return [m for m in self.options.metrics if m != "METEOR" or shutil.which("java")]
 
-    def infer(
-        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
+    def _nearest_caption(
+        self, model: Embedder, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
-        images = [p.image for p in batch if p.image is not None]
-        if protocol.name in _PROMPTS:
-            assert isinstance(model, Generator)
-            prompt = getattr(self.options, _PROMPTS[protocol.name])
-            caps = model.generate(images, [prompt] * len(images), self.options.max_new_tokens)
-        else:
-            assert isinstance(model, Embedder)
-            bank = self._bank(model, dataset)
-            sims = model.embed_images(images) @ bank.T
-            caps = [dataset.caption_bank[int(j)] for j in np.argmax(sims, axis=1)]
-        return [Record(p.sample.sample_id, {"caption": c}) for p, c in zip(batch, caps, strict=True)]
-
-    def _bank(self, model: Model, dataset: Dataset) -> NDArray[np.float32]:
+        """The caption bank's entry nearest each image."""
         if not dataset.caption_bank:
             raise CapabilityError(
                 f"dataset {dataset.name!r} has no caption bank (training-split captions), which "
-                f"caption-by-retrieval needs for model {model.info.name!r}"
+                f"caption-by-retrieval needs for model {info.name!r}"
             )
-        key = (model.info.fingerprint, dataset.fingerprint)
+        key = (info.fingerprint, dataset.fingerprint)
         if key not in self._bank_cache:
-            assert isinstance(model, Embedder)
             chunks = [
                 model.embed_texts(list(dataset.caption_bank[i : i + 256]))
                 for i in range(0, len(dataset.caption_bank), 256)
             ]
             self._bank_cache[key] = np.concatenate(chunks).astype(np.float32)
-        return self._bank_cache[key]
+        sims = model.embed_images(images_of(batch)) @ self._bank_cache[key].T
+        return _captions(batch, [dataset.caption_bank[int(j)] for j in np.argmax(sims, axis=1)])
 
     def finalize(
         self,
@@ -133,6 +138,25 @@ class CaptioningTask(Task):
             finish=finish,
             metrics=metrics,
         )
+
+
+@dataclass(frozen=True)
+class Prompted:
+    """The generate and caption protocols: greedy generation from one prompt (an instruction for a
+    model that follows instructions, a prefix to continue for a captioner)."""
+
+    prompt: str
+    max_new_tokens: int
+
+    def __call__(
+        self, model: Generator, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        images = images_of(batch)
+        return _captions(batch, model.generate(images, [self.prompt] * len(images), self.max_new_tokens))
+
+
+def _captions(batch: Sequence[Prepared], captions: Sequence[str]) -> list[Record]:
+    return [Record(p.sample.sample_id, {"caption": c}) for p, c in zip(batch, captions, strict=True)]
 
 
 def _needed(used: Sequence[str]) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,6 @@ from pydantic import Field
 
 from argus_eval.data.answer_types import answer_type, typed_candidates
 from argus_eval.data.blind import baseline_source, blind_answers
-from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
 from argus_eval.metrics.vqa import exact_match, vqa_accuracy
@@ -24,9 +23,13 @@ from argus_eval.models.protocols import (
     Classifier,
     Embedder,
     Generator,
-    Model,
+    ModelInfo,
+    chooses,
+    classifies,
+    embeds,
+    generates,
 )
-from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions, images_of, via
 from argus_eval.tasks.reasoning_schemes import Scheme, accuracy_by, mean_scheme, scheme_of
 from argus_eval.tasks.records import Record
 
@@ -97,46 +100,30 @@ class ReasoningTask(Task):
         """Where the dataset's blind baseline comes from, or why there is none; None when not evaluated."""
         return baseline_source(dataset) if self.select(dataset) else None
 
-    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
+    def protocols(self) -> Sequence[ProtocolChoice]:
         return [
-            ("classify", frozenset({CLASSIFY}), True, "argmax of the model's answer head"),
-            ("generate", frozenset({GENERATE}), True, "greedy short answer (letter for multiple choice)"),
-            ("choose", frozenset({CHOOSE}), True, "highest log-likelihood candidate answer"),
-            (
-                "embed-statements",
-                frozenset({EMBED}),
-                False,
-                "candidate answers as statements, best image-text similarity",
-            ),
-        ]
+            via(CLASSIFY, classifies, self._classify, "classify", "argmax of the model's answer head"),
+            via(GENERATE, generates, self._generate, "generate",
+                "greedy short answer (letter for multiple choice)"),
+            via(CHOOSE, chooses, self._choose, "choose", "highest log-likelihood candidate answer"),
+            via(EMBED, embeds, self._embed_statements, "embed-statements",
+                "candidate answers as statements, best image-text similarity", native=False),
+        ]  # fmt: skip
 
-    def infer(
-        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
+    def _classify(
+        self, model: Classifier, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
-        images = [p.image for p in batch if p.image is not None]
-        questions = [p.question or "" for p in batch]
-        answers = _ANSWERERS[protocol.name](self, model, batch, images, questions, dataset)
-        return [Record(p.sample.sample_id, {"answer": a}) for p, a in zip(batch, answers, strict=True)]
-
-    def _by_classify(
-        self,
-        model: Model,
-        batch: Sequence[Prepared],
-        images: list[ImageArray],
-        questions: list[str],
-        dataset: Dataset,
-    ) -> list[str]:
-        assert isinstance(model, Classifier)
+        """The answer head's best label, restricted to the item's options when it has them."""
         idx = {label: i for i, label in enumerate(model.labels)}
         for p in batch:
             if p.sample.choices and not any(c in idx for c in p.sample.choices):
                 # else every option scores -inf and the first always wins: a silent 1/n, not an answer
                 raise CapabilityError(
-                    f"the answer head of {model.info.name!r} has none of the options of question "
+                    f"the answer head of {info.name!r} has none of the options of question "
                     f"{p.sample.sample_id} (e.g. {p.sample.choices[0][:40]!r}), so classify cannot choose "
                     "among them; the cell is left out"
                 )
-        scores = model.classify(images, questions)
+        scores = model.classify(images_of(batch), _questions(batch))
         out = []
         for p, row in zip(batch, scores, strict=True):
             cands = p.sample.choices
@@ -145,59 +132,47 @@ class ReasoningTask(Task):
                 out.append(best)
             else:
                 out.append(model.labels[int(np.argmax(row))])
-        return out
+        return _answers(batch, out)
 
-    def _by_generate(
-        self,
-        model: Model,
-        batch: Sequence[Prepared],
-        images: list[ImageArray],
-        questions: list[str],
-        dataset: Dataset,
-    ) -> list[str]:
-        assert isinstance(model, Generator)
+    def _generate(
+        self, model: Generator, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        """A short generated answer; for multiple choice a letter mapped back to its option."""
         prompts = []
-        for p, q in zip(batch, questions, strict=True):
+        for p, q in zip(batch, _questions(batch), strict=True):
             if p.sample.choices:
                 opts = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(p.sample.choices))
                 prompts.append(self.options.choice_prompt.format(question=q, options=opts))
             else:
                 prompts.append(self.options.prompt.format(question=q))
-        texts = model.generate(images, prompts, self.options.max_new_tokens)
-        return [
-            _letter_to_choice(t, p.sample.choices) if p.sample.choices else t.strip()
-            for t, p in zip(texts, batch, strict=True)
-        ]
+        texts = model.generate(images_of(batch), prompts, self.options.max_new_tokens)
+        return _answers(
+            batch,
+            [
+                _letter_to_choice(t, p.sample.choices) if p.sample.choices else t.strip()
+                for t, p in zip(texts, batch, strict=True)
+            ],
+        )
 
-    def _by_choose(
-        self,
-        model: Model,
-        batch: Sequence[Prepared],
-        images: list[ImageArray],
-        questions: list[str],
-        dataset: Dataset,
-    ) -> list[str]:
-        assert isinstance(model, Chooser)
+    def _choose(
+        self, model: Chooser, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        """The candidate answer of highest log-likelihood."""
         options = _choosable(batch, dataset)
-        prompts = [self.options.prompt.format(question=q) for q in questions]
-        lls = model.choose(images, prompts, options)
-        return [opts[int(np.argmax(ll))] for opts, ll in zip(options, lls, strict=True)]
+        prompts = [self.options.prompt.format(question=q) for q in _questions(batch)]
+        lls = model.choose(images_of(batch), prompts, options)
+        return _answers(batch, [opts[int(np.argmax(ll))] for opts, ll in zip(options, lls, strict=True)])
 
-    def _by_embed_statements(
-        self,
-        model: Model,
-        batch: Sequence[Prepared],
-        images: list[ImageArray],
-        questions: list[str],
-        dataset: Dataset,
-    ) -> list[str]:
-        assert isinstance(model, Embedder)
-        img = model.embed_images(images)
+    def _embed_statements(
+        self, model: Embedder, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        """The candidate answer whose statement is most similar to the image."""
+        img = model.embed_images(images_of(batch))
         options = _choosable(batch, dataset)
         templates = [self._statement(p.sample) for p in batch]
         flat = [
             t.format(question=q, answer=a)
-            for t, q, opts in zip(templates, questions, options, strict=True)
+            for t, q, opts in zip(templates, _questions(batch), options, strict=True)
             for a in opts
         ]
         txt = model.embed_texts(flat)
@@ -206,7 +181,7 @@ class ReasoningTask(Task):
             sims = txt[start : start + len(opts)] @ img[i]
             out.append(opts[int(np.argmax(sims))])
             start += len(opts)
-        return out
+        return _answers(batch, out)
 
     def _statement(self, sample: Sample) -> str:
         """The statement template of a question: its answer type's own, else the generic one."""
@@ -271,13 +246,12 @@ class ReasoningTask(Task):
         return out
 
 
-# protocol name -> how it answers: the names protocols() offers, each with its method (no string dispatch)
-_ANSWERERS: dict[str, Callable[..., list[str]]] = {
-    "classify": ReasoningTask._by_classify,
-    "generate": ReasoningTask._by_generate,
-    "choose": ReasoningTask._by_choose,
-    "embed-statements": ReasoningTask._by_embed_statements,
-}
+def _questions(batch: Sequence[Prepared]) -> list[str]:
+    return [p.question or "" for p in batch]
+
+
+def _answers(batch: Sequence[Prepared], answers: Sequence[str]) -> list[Record]:
+    return [Record(p.sample.sample_id, {"answer": a}) for p, a in zip(batch, answers, strict=True)]
 
 
 def _letter_to_choice(text: str, choices: Sequence[str]) -> str:

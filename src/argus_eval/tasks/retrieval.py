@@ -19,9 +19,27 @@ from argus_eval.metrics.retrieval import (
     recall_at_k,
     retrieval_ranks,
 )
-from argus_eval.models.protocols import EMBED, POOL, SCORE_PAIRS, Embedder, Model, ModelInfo, PairScorer
+from argus_eval.models.protocols import (
+    EMBED,
+    SCORE_PAIRS,
+    Embedder,
+    ModelInfo,
+    PairScorer,
+    embeds,
+    scores_pairs,
+)
 from argus_eval.tasks import retrieval_stages as stages
-from argus_eval.tasks.base import CellResult, Finish, Prepared, ProtocolChoice, Task, TaskOptions
+from argus_eval.tasks.base import (
+    CellResult,
+    Finish,
+    Prepared,
+    ProtocolChoice,
+    Task,
+    TaskOptions,
+    TaskProtocol,
+    images_of,
+    via,
+)
 from argus_eval.tasks.records import Record
 
 
@@ -57,23 +75,24 @@ class RetrievalTask(Task):
     def select(self, dataset: Dataset) -> list[Sample]:
         return [s for s in dataset.samples if s.texts and s.image is not None and s.question is None]
 
-    def __init__(self, options: RetrievalOptions | None = None) -> None:
-        super().__init__(options)
-        self._text_vectors: dict[str, NDArray[np.float32]] = {}
-
-    def protocols(self) -> Sequence[tuple[str, frozenset[str], bool, str]]:
-        embed = ("embed", frozenset({EMBED}), True, "cosine similarity of image and text embeddings")
+    def protocols(self) -> Sequence[ProtocolChoice]:
+        embed = via(EMBED, embeds, _embed, "embed", "cosine similarity of image and text embeddings",
+                    cost=_embed_calls)  # fmt: skip
         k, first = self.options.shortlist, self.options.first_stage
         if k is None:
-            return [embed, ("score-pairs", frozenset({SCORE_PAIRS}), False,
-                    "every image scored against every text of the split with the model's pair score "
-                    "(images x texts model calls: for small galleries)")]  # fmt: skip
-        if first != stages.SELF:
-            stages.named_first_stage(first)  # cannot embed: a ConfigError now, before any model call
-        needs = frozenset({SCORE_PAIRS, POOL}) if first == stages.SELF else frozenset({SCORE_PAIRS})
-        return [embed, (stages.protocol_name(k, first), needs, False,
-                f"the top {k} texts of each image by the first stage ({first}) re-ranked by the model's "
-                "pair score, the rest after them (images x k model calls)")]  # fmt: skip
+            pairs = TaskProtocol(
+                name="score-pairs",
+                needs=frozenset({SCORE_PAIRS}),
+                native=False,
+                description="every image scored against every text of the split with the model's pair "
+                "score (images x texts model calls: for small galleries)",
+                gallery=True,
+                cost=_pair_calls,
+                offers=scores_pairs,
+                answer=_score_all_pairs,
+            )
+            return [embed, pairs]
+        return [embed, stages.Rerank(k, first).protocol()]
 
     def choose_protocol(self, info: ModelInfo) -> ProtocolChoice:
         """As Task's, but a pair scorer without pooled vectors under first_stage 'self' is told the fix."""
@@ -86,85 +105,6 @@ class RetrievalTask(Task):
                 f"model {info.name!r} scores pairs but has no pooled vectors for the retrieval option "
                 f"first_stage={self.options.first_stage!r}; name a model that embeds (first_stage: zoo:clip)"
             ) from None
-
-    def needs_gallery(self, protocol: ProtocolChoice) -> bool:
-        return protocol.name != "embed"
-
-    def model_calls(self, protocol: ProtocolChoice, samples: Sequence[Sample]) -> int:
-        """Images plus texts embedded; every (image, text) pair; or images x k pairs plus the first stage."""
-        n_img, n_txt = len(samples), sum(len(s.texts) for s in samples)
-        if protocol.name == "embed":
-            return n_img + n_txt
-        if protocol.name == "score-pairs":
-            return n_img * n_txt
-        k, _ = stages.effective_k(self.options.shortlist or "all", n_txt)
-        return n_img * k + n_img + n_txt
-
-    def infer(
-        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
-    ) -> list[Record]:
-        if protocol.name == "score-pairs":
-            return self._infer_pairs(model, batch)
-        if protocol.name != "embed":
-            return self._infer_two_stage(model, batch)
-        assert isinstance(model, Embedder)
-        images = [p.image for p in batch if p.image is not None]
-        img_emb = model.embed_images(images)
-        flat = [t for p in batch for t in p.texts]
-        txt_emb = model.embed_texts(flat)
-        out: list[Record] = []
-        start = 0
-        for i, p in enumerate(batch):
-            k = len(p.texts)
-            out.append(
-                Record(
-                    sample_id=p.sample.sample_id,
-                    output={"n_texts": k},
-                    arrays={
-                        "image": np.asarray(img_emb[i], dtype=np.float32),
-                        "texts": np.asarray(txt_emb[start : start + k], dtype=np.float32),
-                    },
-                )
-            )
-            start += k
-        return out
-
-    def _infer_pairs(self, model: Model, batch: Sequence[Prepared]) -> list[Record]:
-        assert isinstance(model, PairScorer)
-        gallery = list(batch[0].gallery)
-        images = [p.image for p in batch for _ in gallery if p.image is not None]
-        scores = model.score_pairs(images, gallery * len(batch)).reshape(len(batch), len(gallery))
-        return [
-            Record(p.sample.sample_id, {"n_texts": len(p.texts)}, {"scores": scores[i].astype(np.float32)})
-            for i, p in enumerate(batch)
-        ]
-
-    def _infer_two_stage(self, model: Model, batch: Sequence[Prepared]) -> list[Record]:
-        """Shortlist each image's top k gallery texts by the first stage; pair-score only those."""
-        assert isinstance(model, PairScorer)
-        first = stages.resolve_first_stage(self.options.first_stage, model)
-        gallery = list(batch[0].gallery)
-        k, note = stages.effective_k(self.options.shortlist or "all", len(gallery))
-        key = stages.gallery_key(f"{model.info.fingerprint}|{first.name}", gallery)
-        if key not in self._text_vectors:  # once per gallery, not once per batch or condition
-            if len(self._text_vectors) > 16:
-                self._text_vectors.clear()
-            self._text_vectors[key] = first.texts(gallery)
-        images = [p.image for p in batch if p.image is not None]
-        sims = (first.images(images) @ self._text_vectors[key].T).astype(np.float32)
-        top = stages.shortlist(sims, k)
-        flat = model.score_pairs(
-            [im for im in images for _ in range(k)], [gallery[j] for row in top for j in row]
-        )
-        out: list[Record] = []
-        for i, p in enumerate(batch):
-            row = np.full(len(gallery), np.nan, dtype=np.float32)
-            row[top[i]] = flat[i * k : (i + 1) * k]
-            output: dict[str, object] = {"n_texts": len(p.texts), "shortlist": k}
-            if note:
-                output["note"] = note
-            out.append(Record(p.sample.sample_id, output, {"scores": row, "first": sims[i]}))
-        return out
 
     def _similarity(
         self, samples: Sequence[Sample], kept: Sequence[Sample], records: Mapping[str, Record]
@@ -219,8 +159,8 @@ class RetrievalTask(Task):
             }
         )
         breakdown: dict[str, object] = {}
-        if protocol.name not in ("embed", "score-pairs"):  # two-stage: k and first stage in every result
-            out = records[kept[0].sample_id].output or {}
+        out = records[kept[0].sample_id].output or {}
+        if "shortlist" in out:  # two-stage: k and first stage in every result
             breakdown = {"first_stage": self.options.first_stage, "shortlist_k": out.get("shortlist")}
             metrics["shortlist_k"] = float(out.get("shortlist", 0))
             if out.get("note"):
@@ -240,6 +180,51 @@ class RetrievalTask(Task):
             chance=_chance(positives, ks, self.options.directions),
             chance_basis="expected recall of a uniformly random ranking under the same truth",
         )
+
+
+def _embed_calls(samples: Sequence[Sample]) -> int:
+    """Images plus texts embedded."""
+    return len(samples) + sum(len(s.texts) for s in samples)
+
+
+def _pair_calls(samples: Sequence[Sample]) -> int:
+    """Every (image, text) pair of the cell."""
+    return len(samples) * sum(len(s.texts) for s in samples)
+
+
+def _embed(model: Embedder, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset) -> list[Record]:
+    """Each sample's image embedding and its texts' embeddings."""
+    img_emb = model.embed_images(images_of(batch))
+    txt_emb = model.embed_texts([t for p in batch for t in p.texts])
+    out: list[Record] = []
+    start = 0
+    for i, p in enumerate(batch):
+        k = len(p.texts)
+        out.append(
+            Record(
+                sample_id=p.sample.sample_id,
+                output={"n_texts": k},
+                arrays={
+                    "image": np.asarray(img_emb[i], dtype=np.float32),
+                    "texts": np.asarray(txt_emb[start : start + k], dtype=np.float32),
+                },
+            )
+        )
+        start += k
+    return out
+
+
+def _score_all_pairs(
+    model: PairScorer, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+) -> list[Record]:
+    """Each sample's image scored against every text of the cell's gallery."""
+    gallery = list(batch[0].gallery)
+    images = [p.image for p in batch for _ in gallery if p.image is not None]
+    scores = model.score_pairs(images, gallery * len(batch)).reshape(len(batch), len(gallery))
+    return [
+        Record(p.sample.sample_id, {"n_texts": len(p.texts)}, {"scores": scores[i].astype(np.float32)})
+        for i, p in enumerate(batch)
+    ]
 
 
 def _chance(positives: sp.csr_matrix, ks: Sequence[int], directions: Sequence[str]) -> float:

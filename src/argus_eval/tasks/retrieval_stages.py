@@ -11,16 +11,29 @@ With k equal to the gallery every pair is scored and the ranking is the exhausti
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
 
 from argus_eval.data.images import ImageArray
-from argus_eval.errors import ArgusError, CapabilityError, ConfigError
-from argus_eval.models.protocols import EMBED, POOL, Embedder, Model, Pooler
+from argus_eval.data.types import Dataset, Sample
+from argus_eval.errors import ArgusError, ConfigError
+from argus_eval.models.protocols import (
+    EMBED,
+    POOL,
+    SCORE_PAIRS,
+    ModelInfo,
+    PairScorer,
+    PooledPairScorer,
+    embeds,
+    scores_and_pools,
+    scores_pairs,
+)
+from argus_eval.tasks.base import Answer, Cap, Prepared, ProtocolChoice, TaskProtocol, images_of
+from argus_eval.tasks.records import Record
 
 SELF = "self"
 Shortlist = int | Literal["all"]
@@ -43,27 +56,18 @@ def effective_k(k: Shortlist, gallery: int) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class FirstStage:
-    """Embeds images and texts for shortlisting: the scored model's pooled vectors or another model."""
+    """Embeds images and texts for shortlisting: the scored model's pooled vectors or another model's."""
 
     name: str
-    model: Embedder | Pooler
-
-    def images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
-        if isinstance(self.model, Embedder):
-            return self.model.embed_images(images)
-        return self.model.pool_images(images)
-
-    def texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        if isinstance(self.model, Embedder):
-            return self.model.embed_texts(texts)
-        return self.model.pool_texts(texts)
+    images: Callable[[Sequence[ImageArray]], NDArray[np.float32]]
+    texts: Callable[[Sequence[str]], NDArray[np.float32]]
 
 
-_LOADED: dict[str, Model] = {}
+_LOADED: dict[str, FirstStage] = {}
 
 
-def named_first_stage(spec: str) -> Model:
-    """The first-stage model a spec names, loaded once per process; ConfigError naming the option when
+def named_first_stage(spec: str) -> FirstStage:
+    """The first stage a model spec names, loaded once per process; ConfigError naming the option when
     it cannot be loaded or cannot embed (checked when the plan is built, before any model call)."""
     if spec not in _LOADED:
         from argus_eval.models.loading import load_model  # lazy: loading pulls in every family
@@ -73,29 +77,94 @@ def named_first_stage(spec: str) -> Model:
             model = load_model(ModelConfig(name=f"first-stage {spec}", spec=spec, device="auto"))
         except ArgusError as e:
             raise ConfigError(f"retrieval option first_stage={spec!r} cannot be loaded: {e}") from None
-        if EMBED not in model.info.capabilities or not isinstance(model, Embedder):
+        if EMBED not in model.info.capabilities or not embeds(model):
             offered = ", ".join(sorted(model.info.capabilities)) or "nothing"
             model.close()
             raise ConfigError(
                 f"retrieval option first_stage={spec!r} offers {offered}, not embed; name a dual encoder "
                 f"(e.g. zoo:clip) or use first_stage: {SELF}"
             )
-        _LOADED[spec] = model
+        _LOADED[spec] = FirstStage(spec, model.embed_images, model.embed_texts)
     return _LOADED[spec]
 
 
-def resolve_first_stage(spec: str, model: Model) -> FirstStage:
-    """The first stage of a two-stage cell: 'self' (the model's pooled vectors) or a model spec."""
-    if spec != SELF:
-        named = named_first_stage(spec)
-        assert isinstance(named, Embedder)
-        return FirstStage(spec, named)
-    if POOL not in model.info.capabilities or not isinstance(model, Pooler):
-        raise CapabilityError(
-            f"model {model.info.name!r} has no pooled vectors for retrieval option first_stage={SELF!r}; "
-            "name a dual encoder instead (first_stage: zoo:clip)"
+@dataclass(frozen=True)
+class Rerank:
+    """The two-stage protocol's settings and its run: shortlist each image's top k gallery texts by the
+    first stage, pair-score only those."""
+
+    shortlist: Shortlist
+    first_stage: str
+    # first-stage text vectors per gallery, kept across the cells the chosen protocol runs
+    vectors: dict[str, NDArray[np.float32]] = field(default_factory=dict, compare=False, repr=False)
+
+    def protocol(self) -> ProtocolChoice:
+        """The two-stage protocol: shortlisted by the model's own pooled vectors, or by a named model
+        (loaded now, so that one that cannot embed is a ConfigError before any model call)."""
+        if self.first_stage == SELF:
+            return self._protocol(frozenset({SCORE_PAIRS, POOL}), scores_and_pools, self.by_own_vectors)
+        named_first_stage(self.first_stage)
+        return self._protocol(frozenset({SCORE_PAIRS}), scores_pairs, self.by_named_model)
+
+    def _protocol(
+        self, needs: frozenset[str], offers: Callable[[object], TypeGuard[Cap]], answer: Answer[Cap]
+    ) -> TaskProtocol[Cap]:
+        k, first = self.shortlist, self.first_stage
+        return TaskProtocol(
+            name=protocol_name(k, first),
+            needs=needs,
+            native=False,
+            description=f"the top {k} texts of each image by the first stage ({first}) re-ranked by the "
+            "model's pair score, the rest after them (images x k model calls)",
+            gallery=True,
+            cost=self.model_calls,
+            offers=offers,
+            answer=answer,
         )
-    return FirstStage(SELF, model)
+
+    def model_calls(self, samples: Sequence[Sample]) -> int:
+        """Images x k pairs scored, plus the first stage's images and texts."""
+        n_img, n_txt = len(samples), sum(len(s.texts) for s in samples)
+        k, _ = effective_k(self.shortlist, n_txt)
+        return n_img * k + n_img + n_txt
+
+    def by_own_vectors(
+        self, model: PooledPairScorer, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        """first_stage 'self': the scored model's own pooled vectors shortlist."""
+        return self._run(model, FirstStage(SELF, model.pool_images, model.pool_texts), info, batch)
+
+    def by_named_model(
+        self, model: PairScorer, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
+    ) -> list[Record]:
+        """first_stage a model spec: that model's embeddings shortlist."""
+        return self._run(model, named_first_stage(self.first_stage), info, batch)
+
+    def _run(
+        self, model: PairScorer, first: FirstStage, info: ModelInfo, batch: Sequence[Prepared]
+    ) -> list[Record]:
+        gallery = list(batch[0].gallery)
+        k, note = effective_k(self.shortlist, len(gallery))
+        key = gallery_key(f"{info.fingerprint}|{first.name}", gallery)
+        if key not in self.vectors:  # once per gallery, not once per batch or condition
+            if len(self.vectors) > 16:
+                self.vectors.clear()
+            self.vectors[key] = first.texts(gallery)
+        images = images_of(batch)
+        sims = (first.images(images) @ self.vectors[key].T).astype(np.float32)
+        top = shortlist(sims, k)
+        flat = model.score_pairs(
+            [im for im in images for _ in range(k)], [gallery[j] for row in top for j in row]
+        )
+        out: list[Record] = []
+        for i, p in enumerate(batch):
+            row = np.full(len(gallery), np.nan, dtype=np.float32)
+            row[top[i]] = flat[i * k : (i + 1) * k]
+            output: dict[str, object] = {"n_texts": len(p.texts), "shortlist": k}
+            if note:
+                output["note"] = note
+            out.append(Record(p.sample.sample_id, output, {"scores": row, "first": sims[i]}))
+        return out
 
 
 def shortlist(first: NDArray[np.float32], k: int) -> NDArray[np.int64]:
