@@ -1,5 +1,6 @@
 """Print docs/zoo.md's "Held-out results" section from zoo/manifest.json (the figures are never hand-copied).
 
+The eval blocks are written by `argus zoo eval` from a run's results (zoo/measure.py: run_figures).
 Usage: python scripts/zoo_tables.py > /tmp/tables.md, then paste between the section's markers.
 """
 
@@ -11,31 +12,37 @@ from typing import Any
 from argus_eval.zoo.catalog import read_manifest
 from argus_eval.zoo.recipes import ORDER
 
+Row = dict[str, Any]
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}"
 
 
 def _summary(models: dict[str, Any]) -> list[str]:
-    out = ["| model | params | size | train (s) | steps | data |", "|---|---|---|---|---|---|"]
+    out = ["| model | params | size | train (s) | steps | data | eval (s) |", "|---|---|---|---|---|---|---|"]
     total = 0
-    for name in ORDER:
+    for name in _names(models):
         e = models[name]
         t, d = e["training"], e["training"]["data"]
         total += e["size_bytes"]
         where = d.get("domain") or "+".join(d.get("domains", []))
         out.append(
             f"| {name} | {e['params']:,} | {e['size_bytes'] / 1e6:.2f} MB | {t['seconds']} | {t['steps']} "
-            f"| {where} train, {d['images']} images |"
+            f"| {where} train, {d['images']} images | {e['eval']['seconds']} |"
         )
     return [*out, "", f"Total: {total / 1e6:.2f} MB."]
+
+
+def _names(models: dict[str, Any]) -> list[str]:
+    return [n for n in ORDER if n in models] + sorted(set(models) - set(ORDER))
 
 
 def _table(
     title: str,
     columns: list[str],
-    per: dict[str, Any],
-    cells: Callable[[Any], list[str]],
+    per: dict[str, Row],
+    cells: Callable[[Row], list[str]],
     key: str = "domain",
 ) -> list[str]:
     """A titled markdown table with one row per key (sorted; a domain unless named): key, then cells(row)."""
@@ -43,84 +50,98 @@ def _table(
     return out + [f"| {k} | " + " | ".join(cells(r)) + " |" for k, r in sorted(per.items())]
 
 
-_R_KEYS = ("i2t_R@1", "i2t_R@5", "t2i_R@1", "t2i_R@5")
+def _swap(r: Row) -> list[str]:
+    """Swapped-image score and reliance (clean - swapped) with its 95 % interval, in %."""
+    s = r["swap"]
+    if s is None:
+        return ["n/a", "n/a"]
+    lo, hi = s["interval"]
+    return [_pct(s["score"]), f"{_pct(s['reliance'])} [{_pct(lo)}, {_pct(hi)}]"]
 
 
-def _retrieval(name: str, per: dict[str, Any]) -> list[str]:
+def grounded(r: Row) -> bool:
+    """The zoo rule for a QA cell: accuracy above the blind baseline, and lower with swapped images
+    (the reliance interval above 0)."""
+    s = r["swap"]
+    blind = r["blind_baseline"]
+    return blind is not None and s is not None and r["score"] > blind and s["interval"][0] > 0
+
+
+def _reasoning(name: str, per: dict[str, Row]) -> list[str]:
+    n = next(iter(per.values()))["samples"]
     return _table(
-        f"**{name}** retrieval, 300 test images × 1,500 captions per domain, R@K % with every true caption "
-        "counted (multi-positive; one-positive in brackets). Chance is what a random ranking scores under "
-        "the same truth (one-positive chance: R@1 0.33 %, R@5 1.67 %):",
-        ["i2t R@1", "i2t R@5", "t2i R@1", "t2i R@5", "chance i2t R@1 / R@5, t2i R@1 / R@5"],
+        f"**{name}** QA, the first {n:,} test questions per domain (exact match, %):",
+        ["accuracy", "blind baseline", "swapped image", "reliance [95 %]", "chance", "zoo rule"],
         per,
         lambda r: [
-            *(f"{_pct(r[f'multi_positive_{k}'])} ({_pct(r[k])})" for k in _R_KEYS),
-            " / ".join(_pct(r[f"multi_positive_chance_{k}"]) for k in _R_KEYS),
+            _pct(r["score"]),
+            _pct(r["blind_baseline"]),
+            *_swap(r),
+            _pct(r["chance"]),
+            "passes" if grounded(r) else "fails",
         ],
     )
 
 
-def _captioning(name: str, per: dict[str, Any]) -> list[str]:
-    table = _table(
-        f"**{name}** captioning, 300 test images per domain (own references vs another image's references):",
-        ["BLEU-4", "CIDEr", "BLEU-4 other", "CIDEr other", "distinct captions"],
-        per,
-        lambda r: [
-            *(f"{r[k]:.3f}" for k in ("Bleu_4", "CIDEr", "other_image_Bleu_4", "other_image_CIDEr")),
-            str(r["distinct_captions"]),
-        ],
-    )
-    return [*table, "", f'Example (studio test image 0): "{per["studio"]["example"]}"']
-
-
-def _qa(name: str, per: dict[str, Any]) -> list[str]:
-    return _table(
-        f"**{name}** QA, first 1,000 test questions per domain (exact match, %):",
-        ["accuracy", "swapped image", "majority", "blind prior", "zero-hop query (true / swapped, n)"],
-        per,
-        lambda r: [
-            *(
-                _pct(r[k])
-                for k in ("accuracy", "shuffled_image_accuracy", "majority_baseline", "blind_prior_baseline")
-            ),
-            f"{_pct(r['zero_hop_query_accuracy'])} / {_pct(r['zero_hop_query_shuffled'])} "
-            f"({r['zero_hop_query_questions']})",
-        ],
-    )
-
-
-def _qa_types(name: str, per: dict[str, Any], domain: str = "studio") -> list[str]:
-    """The home domain's QA by question type (absent from entries measured before the breakdown)."""
-    types = per[domain].get("per_question_type")
+def _question_types(name: str, per: dict[str, Row], domain: str = "studio") -> list[str]:
+    types = per.get(domain, {}).get("by_question_type")
     if not types:
         return []
     return _table(
         f"**{name}** QA on {domain} by question type (exact match, %):",
-        ["n", "accuracy", "swapped image", "blind prior"],
+        ["accuracy", "swapped image"],
         types,
-        lambda r: [str(r["n"]), *(_pct(r[k]) for k in ("accuracy", "shuffled", "blind"))],
+        lambda r: [_pct(r["accuracy"]), _pct(r["swapped"])],
         key="question type",
     )
+
+
+def _captioning(name: str, per: dict[str, Row]) -> list[str]:
+    n = next(iter(per.values()))["samples"]
+
+    def cells(r: Row) -> list[str]:
+        m, s = r["metrics"], (r["swap"] or {}).get("metrics", {})
+        own = [f"{m[k]:.3f}" for k in ("Bleu_4", "CIDEr")]
+        other = [f"{s[k]:.3f}" if k in s else "n/a" for k in ("Bleu_4", "CIDEr")]
+        return [_pct(r["score"]), *own, *_swap(r), *other]
+
+    return _table(
+        f"**{name}** captioning, {n} test images per domain (score %, BLEU-4, CIDEr; swapped: the caption "
+        "of another image scored against this image's references):",
+        ["score", "BLEU-4", "CIDEr", "swapped score", "reliance [95 %]", "swapped BLEU-4", "swapped CIDEr"],
+        per,
+        cells,
+    )
+
+
+def _retrieval(name: str, per: dict[str, Row]) -> list[str]:
+    n = next(iter(per.values()))["samples"]
+    keys = ("i2t_R@1", "i2t_R@5", "t2i_R@1", "t2i_R@5")
+    return _table(
+        f"**{name}** retrieval, {n} test images × {5 * n:,} captions per domain, R@K % with every true "
+        "caption counted; score = mean of R@1/5/10 in both directions, chance = a random ranking's score "
+        "under the same truth:",
+        ["score", *(k.replace("_", " ") for k in keys), "chance"],
+        per,
+        lambda r: [_pct(r["score"]), *(_pct(r["metrics"][k]) for k in keys), _pct(r["chance"])],
+    )
+
+
+TASK_TABLES: dict[str, Callable[[str, dict[str, Row]], list[list[str]]]] = {
+    "retrieval": lambda n, per: [_retrieval(n, per)],
+    "reasoning": lambda n, per: [_reasoning(n, per), _question_types(n, per)],
+    "captioning": lambda n, per: [_captioning(n, per)],
+}
 
 
 def main() -> None:
     models = read_manifest()["models"]
     lines = _summary(models)
-    for name in ORDER:
-        ev = models[name]["eval"]
-        blocks: list[list[str]] = []
-        if ev.get("task") == "retrieval":
-            blocks.append(_retrieval(name, ev["domains"]))
-        elif ev.get("task") == "captioning":
-            blocks.append(_captioning(name, ev["domains"]))
-        elif ev.get("task") == "reasoning":
-            blocks += [_qa(name, ev["domains"]), _qa_types(name, ev["domains"])]
-        else:  # the chat VLMs: both
-            blocks += [_qa(name, ev["reasoning"]), _qa_types(name, ev["reasoning"])]
-            blocks.append(_captioning(name, ev["captioning"]))
-        for b in blocks:
-            if b:
-                lines += ["", *b]
+    for name in _names(models):
+        for task, per in sorted(models[name]["eval"]["tasks"].items(), key=lambda kv: kv[0] != "reasoning"):
+            for block in TASK_TABLES[task](name, per):
+                if block:
+                    lines += ["", *block]
     print("\n".join(lines))
 
 

@@ -1,5 +1,5 @@
-"""The zoo's training code stays off the runtime path: loading a zoo checkpoint, the runner and
-`argus zoo list` / `argus models` never import argus_eval.zoo.training."""
+"""The zoo's training code stays off the runtime path: loading a zoo checkpoint, the runner, `argus zoo
+list` / `argus models` and the configuration of `argus zoo eval` never import argus_eval.zoo.training."""
 
 from __future__ import annotations
 
@@ -20,9 +20,16 @@ from argus_eval.cli import app
 from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
 
+from argus_eval.runner.config import parse_config
+from argus_eval.zoo.catalog import read_manifest
+from argus_eval.zoo.measure import eval_config
+
 for args in (["zoo", "list"], ["zoo", "list", "--json"], ["models"]):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, (args, res.output)
+res = CliRunner().invoke(app, ["zoo", "eval", "no-such-model"])
+assert "is not shipped" in str(res.exception), res.output
+parse_config(eval_config("lxmert", read_manifest()["models"]["lxmert"]), "zoo eval")
 model = load_model(ModelConfig(name="lxmert", spec="zoo:lxmert", device="cpu"))
 model.close()
 assert "argus_eval.zoo" in sys.modules and "argus_eval.models.hf_lxmert" in sys.modules

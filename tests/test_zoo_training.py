@@ -61,12 +61,11 @@ def test_question_sampler_oversamples_zero_hop_deterministically() -> None:
 
 
 def test_word_level_tokenizer_covers_test_texts() -> None:
-    from argus_eval.zoo.training.data import test_split
     from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
     tok = word_level(["<pad>", "<unk>"], shapesworld_words())
     unk = tok.token_to_id("<unk>")
-    split = test_split("clutter")
+    split = load_split("clutter", "test", 300)  # the held-out split zoo evals read
     texts = [c for caps in split.captions[:50] for c in caps] + [q["question"] for q in split.questions[:300]]
     assert all(unk not in tok.encode(t).ids for t in texts)
 

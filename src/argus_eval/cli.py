@@ -182,6 +182,11 @@ def zoo_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     list_zoo(console, as_json)
 
 
+_ZOO_OUT = typer.Option(
+    "--out", "-o", help="Parent folder of the measuring runs, one per model: OUT/zoo-NAME (default runs)."
+)
+
+
 @zoo_app.command("train")
 def zoo_train(
     name: Annotated[str | None, typer.Argument(help="Zoo model to train (default: all, in order).")] = None,
@@ -189,21 +194,24 @@ def zoo_train(
         float | None, typer.Option("--seconds", help="Wall-clock budget instead of the recipe's steps.")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the recipe's).")] = None,
+    out: Annotated[Path | None, _ZOO_OUT] = None,
 ) -> None:
     """Rebuild zoo checkpoints from their recipes (ShapesWorld, CPU), evaluate them, update the manifest."""
     from argus_eval.commands.zoo_cmd import train_zoo
 
-    train_zoo(name, seconds, seed, console)
+    train_zoo(name, seconds, seed, out, console)
 
 
 @zoo_app.command("eval")
 def zoo_eval(
     name: Annotated[str | None, typer.Argument(help="Zoo model to measure (default: all, in order).")] = None,
+    out: Annotated[Path | None, _ZOO_OUT] = None,
 ) -> None:
-    """Measure shipped checkpoints again on held-out ShapesWorld (no training); update the manifest's eval."""
+    """Measure shipped checkpoints with the harness on held-out ShapesWorld (a run of the model, its tasks
+    and the swap/blank controls; no training) and write the run's figures to the manifest's eval."""
     from argus_eval.commands.zoo_cmd import eval_zoo
 
-    eval_zoo(name, console)
+    eval_zoo(name, out, console)
 
 
 @app.command("score-captions")

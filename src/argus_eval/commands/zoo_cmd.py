@@ -1,4 +1,5 @@
-"""`argus zoo list` and `argus zoo train [NAME]`: show the built-in zoo, or rebuild it from its recipes."""
+"""`argus zoo list`, `argus zoo train [NAME]` and `argus zoo eval [NAME]`: show the built-in zoo, rebuild it
+from its recipes, or measure it with the harness."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -64,7 +68,7 @@ def list_zoo(console: Console, as_json: bool) -> None:
 
 
 def _names(name: str | None) -> list[str]:
-    """The zoo models a command acts on: one, or all in order; an unknown name fails before any work."""
+    """The zoo models `argus zoo train` acts on: one, or all in order; an unknown name fails first."""
     from argus_eval.zoo.recipes import ORDER, RECIPES
 
     names = [name] if name else list(ORDER)
@@ -73,7 +77,23 @@ def _names(name: str | None) -> list[str]:
     return names
 
 
-def train_zoo(name: str | None, seconds: float | None, seed: int | None, console: Console) -> None:
+def _shipped(name: str | None) -> list[str]:
+    """The shipped zoo models `argus zoo eval` measures: one, or all (recipe order first); an unknown
+    name fails before any work, listing the shipped ones."""
+    from argus_eval.errors import UnknownNameError
+    from argus_eval.zoo.catalog import read_manifest
+    from argus_eval.zoo.recipes import ORDER
+
+    shipped = read_manifest().get("models", {})
+    if name is not None and name not in shipped:
+        raise UnknownNameError(f"zoo model {name!r} is not shipped; shipped: {', '.join(sorted(shipped))}")
+    names = [name] if name else [n for n in ORDER if n in shipped] + sorted(set(shipped) - set(ORDER))
+    return names
+
+
+def train_zoo(
+    name: str | None, seconds: float | None, seed: int | None, out: Path | None, console: Console
+) -> None:
     """Train one zoo model (or all, in order), printing each one's time."""
     from argus_eval.zoo.training.build import build
 
@@ -81,19 +101,51 @@ def train_zoo(name: str | None, seconds: float | None, seed: int | None, console
     start = time.perf_counter()
     for n in names:
         t0 = time.perf_counter()
-        entry = build(n, seed=seed, seconds=seconds, log=lambda s: console.print(s, highlight=False))
+        entry = build(n, _eval_dir(out, n), seed=seed, seconds=seconds, log=_log(console))
         console.print(
             f"zoo:{n}: {time.perf_counter() - t0:.0f} s (training {entry['training']['seconds']} s, "
             f"{entry['training']['steps']} steps)"
         )
+        _print_figures(n, entry["eval"], console)
     if len(names) > 1:
         console.print(f"zoo: {len(names)} models in {time.perf_counter() - start:.0f} s")
 
 
-def eval_zoo(name: str | None, console: Console) -> None:
-    """Re-measure one zoo model (or all) through its adapter and rewrite the manifest's eval figures."""
-    from argus_eval.zoo.training.build import remeasure
+def _eval_dir(out: Path | None, name: str) -> Path:
+    """Where the harness run that measures zoo model `name` goes: <out or runs>/zoo-<name>."""
+    return (out or Path("runs")) / f"zoo-{name}"
 
-    for n in _names(name):
-        entry = remeasure(n, log=lambda s: console.print(s, highlight=False))
-        console.print(f"zoo:{n}: measured in {entry['eval']['seconds']} s, manifest updated")
+
+def _log(console: Console) -> Callable[[str], None]:
+    return lambda s: console.print(s, highlight=False, markup=False)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}"
+
+
+def _print_figures(name: str, evaluation: dict[str, Any], console: Console) -> None:
+    """One line per (task, dataset): score, chance, blind baseline, swapped-image score and reliance (%)."""
+    for task, per in evaluation["tasks"].items():
+        for dataset, r in per.items():
+            swap = r["swap"] or {}
+            interval = swap.get("interval") or [None, None]
+            console.print(
+                f"zoo:{name} {task}/{dataset}: score {_pct(r['score'])}  chance {_pct(r['chance'])}  "
+                f"blind {_pct(r['blind_baseline'])}  swapped image {_pct(swap.get('score'))}  "
+                f"reliance {_pct(swap.get('reliance'))} [{_pct(interval[0])}, {_pct(interval[1])}]  "
+                f"(n={r['samples']})",
+                highlight=False,
+                markup=False,
+            )
+
+
+def eval_zoo(name: str | None, out: Path | None, console: Console) -> None:
+    """Measure one shipped zoo model (or all) with the harness and rewrite the manifest's eval figures."""
+    from argus_eval.zoo.measure import remeasure
+
+    for n in _shipped(name):
+        out_dir = _eval_dir(out, n)
+        entry = remeasure(n, out_dir, log=_log(console))
+        _print_figures(n, entry["eval"], console)
+        console.print(f"zoo:{n}: measured in {entry['eval']['seconds']} s into {out_dir}, manifest updated")

@@ -1,4 +1,4 @@
-"""Train one zoo model from its recipe, install it, measure it through its adapter, record the manifest."""
+"""Train one zoo model from its recipe, install it, measure it with the harness, record the manifest."""
 
 from __future__ import annotations
 
@@ -6,18 +6,21 @@ import os
 import platform
 import shutil
 import time
+from pathlib import Path
 from typing import Any
 
-from argus_eval.zoo.catalog import CHECKPOINTS, checkpoint_files, dir_size, read_manifest, write_entry
+from argus_eval.zoo.catalog import CHECKPOINTS, checkpoint_files, dir_size, write_entry
+from argus_eval.zoo.measure import measure
 from argus_eval.zoo.recipes import RECIPES
 from argus_eval.zoo.training.recipe import Log
 
 
 def build(
-    name: str, seed: int | None = None, seconds: float | None = None, log: Log = print
+    name: str, out_dir: Path, seed: int | None = None, seconds: float | None = None, log: Log = print
 ) -> dict[str, Any]:
-    """Train zoo model `name` (its recipe's seed unless given), replace the shipped checkpoint, evaluate
-    it on held-out ShapesWorld data and write its manifest entry. Returns the entry."""
+    """Train zoo model `name` (its recipe's seed unless given), replace the shipped checkpoint, measure
+    it on held-out ShapesWorld data with the harness (run into out_dir) and write its manifest entry.
+    Returns the entry."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
@@ -36,16 +39,22 @@ def build(
     staging.rename(final)
     log(f"trained zoo:{name} in {train_s:.0f} s ({trained.steps} steps); evaluating on held-out data")
     files = checkpoint_files(final)
-    # The zoo loader verifies files against the manifest, so the new hashes go in before loading.
-    write_entry(name, {"family": recipe.family, "capabilities": sorted(recipe.capabilities), "files": files})
-    evaluation = measure(name, log)
-    entry = {
+    described: dict[str, Any] = {
         "family": recipe.family,
         "capabilities": sorted(recipe.capabilities),
+        "options": recipe.options,
+    }
+    if recipe.tasks:
+        described["tasks"] = list(recipe.tasks)
+    # The zoo loader verifies files against the manifest, and the evaluation reads the model's
+    # capabilities, tasks and options from it, so they go in before measuring.
+    write_entry(name, {**described, "files": files})
+    evaluation = measure(name, out_dir, log)
+    entry = {
+        **described,
         "files": files,
         "size_bytes": dir_size(final),
         "params": trained.params,
-        "options": recipe.options,
         "training": {
             "seed": seed,
             "seconds": round(train_s, 1),
@@ -64,28 +73,4 @@ def build(
     }
     write_entry(name, entry)
     log(f"zoo:{name}: {dir_size(final) / 1e6:.2f} MB, {len(files)} files, manifest updated")
-    return entry
-
-
-def measure(name: str, log: Log = print) -> dict[str, Any]:
-    """Load the installed zoo model `name` through its adapter and measure it on held-out data."""
-    from argus_eval.models.loading import load_model
-    from argus_eval.models.spec import ModelConfig
-
-    recipe = RECIPES.get(name)
-    model = load_model(ModelConfig(name=name, spec=f"zoo:{name}", device="cpu", options=recipe.options))
-    t0 = time.perf_counter()
-    try:
-        evaluation = recipe.evaluate(model, log)
-    finally:
-        model.close()
-    return {**evaluation, "seconds": round(time.perf_counter() - t0, 1)}
-
-
-def remeasure(name: str, log: Log = print) -> dict[str, Any]:
-    """Measure the shipped checkpoint again (no training) and replace its manifest entry's eval."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    entry = dict(read_manifest().get("models", {}).get(name) or {})
-    entry["eval"] = measure(name, log)  # an unknown name fails there, listing the valid ones
-    write_entry(name, entry)
     return entry

@@ -27,8 +27,6 @@ import torch
 from numpy.typing import NDArray
 
 from argus_eval.models.hf_common import to_pil
-from argus_eval.models.protocols import Generator, Model
-from argus_eval.zoo.training import evaluate as ev
 from argus_eval.zoo.training import object_tokens
 from argus_eval.zoo.training.data import SplitData, load_split
 from argus_eval.zoo.training.loop import Schedule, param_groups, run_phase, seed_everything
@@ -312,28 +310,3 @@ def train_chat(
         },
         losses=[x for r in done for x in r.losses],
     )
-
-
-def evaluate_chat(
-    model: Model, log: Log, home: str, train_domains: Sequence[str], n_train: int
-) -> dict[str, Any]:
-    """Captioning and QA (true vs swapped images, baselines) on held-out splits of every domain."""
-    assert isinstance(model, Generator)
-    gen_model = model
-    cap_prompt, qa_prompt = task_prompts()
-
-    def answer(images: Any, qs: Any) -> list[str]:
-        return gen_model.generate(list(images), [qa_prompt.format(question=q) for q in qs], 8)
-
-    log("  question answering")
-    qa = ev.question_answering(answer, Pool.of(train_domains, n_train).split, log)
-    log("  captioning")
-    cap = ev.captioning(gen_model, cap_prompt, log)
-    return {
-        "task": "reasoning+captioning",
-        "home_domain": home,
-        "reasoning": qa,
-        "captioning": cap,
-        "domain_drop_accuracy": ev.domain_drop(qa, home, "accuracy"),
-        "domain_drop_CIDEr": ev.domain_drop(cap, home, "CIDEr"),
-    }

@@ -1,4 +1,4 @@
-"""ShapesWorld splits for zoo training and evaluation, generated in memory and cached per process.
+"""ShapesWorld splits for zoo training, generated in memory and cached per process.
 
 The zoo trains from the generator directly (no files on disk): a split is fully determined by
 (domain, split, n_images, seed, questions_per_image), so a checkpoint is reproducible from its recipe.
@@ -6,7 +6,6 @@ The zoo trains from the generator directly (no files on disk): a split is fully 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -20,7 +19,6 @@ from argus_eval.data.shapesworld.generate import generate
 
 DOMAIN_NAMES: tuple[str, ...] = ("studio", "clutter", "palette")
 DATA_SEED = 0  # base seed of every zoo split; train and test differ through the split name
-TEST_IMAGES = 300  # held-out images per domain used for the manifest's eval figures
 
 
 @dataclass(frozen=True)
@@ -80,21 +78,3 @@ def load_split(
         also_true=tuple(tuple(tuple(int(j) for j in ks) for ks in img) for img in g.also_true),
         scenes=tuple(g.scenes),
     )
-
-
-def test_split(domain: str) -> SplitData:
-    """The held-out split every zoo figure is measured on."""
-    return load_split(domain, "test", TEST_IMAGES)
-
-
-def blind_prior(train: SplitData) -> dict[str, str]:
-    """Most frequent training answer per question type (CLEVR's "blind" baseline)."""
-    by_type: dict[str, Counter[str]] = {}
-    for q in train.questions:
-        by_type.setdefault(q["qtype"], Counter())[q["answer"]] += 1
-    return {t: c.most_common(1)[0][0] for t, c in sorted(by_type.items())}
-
-
-def majority_answer(train: SplitData) -> str:
-    """The most frequent training answer overall."""
-    return str(Counter(q["answer"] for q in train.questions).most_common(1)[0][0])

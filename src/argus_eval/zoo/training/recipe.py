@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argus_eval.models.protocols import Model
-
 Log = Callable[[str], None]
 
 
@@ -26,7 +24,8 @@ class Trained:
 
 @dataclass(frozen=True)
 class Recipe:
-    """How one zoo model is made and measured."""
+    """How one zoo model is made. `argus zoo eval` measures it on the ShapesWorld tasks its capabilities
+    serve natively (zoo/measure.py), unless `tasks` names them (run-config task entries)."""
 
     name: str
     family: str
@@ -34,5 +33,5 @@ class Recipe:
     seed: int
     note: str
     train: Callable[[Path, int, float | None, Log], Trained]
-    evaluate: Callable[[Model, Log], dict[str, Any]]
     options: dict[str, Any] = field(default_factory=dict)  # ModelConfig.options the zoo loader must pass
+    tasks: tuple[str | dict[str, Any], ...] = ()

@@ -8,8 +8,7 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module, to_pil
-from argus_eval.models.protocols import CAPTION, Generator, Model
-from argus_eval.zoo.training import evaluate as ev
+from argus_eval.models.protocols import CAPTION
 from argus_eval.zoo.training.data import load_split
 from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
@@ -154,20 +153,6 @@ def train(
     )
 
 
-def evaluate(model: Model, log: Log) -> dict[str, Any]:
-    """Captions of held-out images (empty prefix, as the default captioning task asks BLIP)."""
-    from argus_eval.tasks.captioning import CaptioningOptions
-
-    assert isinstance(model, Generator)
-    per = ev.captioning(model, CaptioningOptions().prefix_prompt, log)
-    return {
-        "task": "captioning",
-        "home_domain": DOMAIN,
-        "domains": per,
-        "domain_drop_CIDEr": ev.domain_drop(per, DOMAIN, "CIDEr"),
-    }
-
-
 RECIPE = Recipe(
     name="blip",
     family="blip",
@@ -175,5 +160,4 @@ RECIPE = Recipe(
     seed=2,
     note="tiny BLIP captioner (BlipForConditionalGeneration) on ShapesWorld studio captions",
     train=train,
-    evaluate=evaluate,
 )

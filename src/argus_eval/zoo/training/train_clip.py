@@ -10,8 +10,7 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.protocols import EMBED, SCORE_PAIRS, Embedder, Model
-from argus_eval.zoo.training import evaluate as ev
+from argus_eval.models.protocols import EMBED, SCORE_PAIRS
 from argus_eval.zoo.training.data import load_split
 from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
@@ -170,25 +169,6 @@ def _pil(a: Any) -> Any:
     return Image.fromarray(a, mode="RGB")
 
 
-def evaluate(model: Model, log: Log) -> dict[str, Any]:
-    """Retrieval on held-out test images of every domain; drop of mean R@5 off the studio domain
-    (one-positive, and multi-positive: the one that counts every true caption)."""
-    assert isinstance(model, Embedder)
-    per = ev.retrieval(model, log)
-    for row in per.values():
-        row["mean_R@5"] = round((row["i2t_R@5"] + row["t2i_R@5"]) / 2, 4)
-        row["multi_positive_mean_R@5"] = round(
-            (row["multi_positive_i2t_R@5"] + row["multi_positive_t2i_R@5"]) / 2, 4
-        )
-    return {
-        "task": "retrieval",
-        "home_domain": DOMAIN,
-        "domains": per,
-        "domain_drop_mean_R@5": ev.domain_drop(per, DOMAIN, "mean_R@5"),
-        "domain_drop_multi_positive_mean_R@5": ev.domain_drop(per, DOMAIN, "multi_positive_mean_R@5"),
-    }
-
-
 RECIPE = Recipe(
     name="clip",
     family="clip",
@@ -196,5 +176,4 @@ RECIPE = Recipe(
     seed=1,
     note="tiny CLIP dual encoder, contrastive on ShapesWorld studio; retrieval",
     train=train,
-    evaluate=evaluate,
 )

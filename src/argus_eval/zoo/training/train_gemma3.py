@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Model
-from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
+from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
+from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
 from argus_eval.zoo.training.data import DOMAIN_NAMES
 from argus_eval.zoo.training.loop import Schedule
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
@@ -158,11 +158,6 @@ def train(out_dir: Path, seed: int, seconds: float | None, log: Log) -> Trained:
     return trained
 
 
-def evaluate(model: Model, log: Log) -> dict[str, Any]:
-    """QA and captioning on held-out data of every domain (it trained on all three)."""
-    return evaluate_chat(model, log, "studio", RECIPE_DATA.domains, RECIPE_DATA.images_per_domain)
-
-
 RECIPE = Recipe(
     name="gemma3",
     family="gemma3",
@@ -170,5 +165,4 @@ RECIPE = Recipe(
     seed=4,
     note="small Gemma-3 chat VLM, all three ShapesWorld domains (captions, colour questions, then all QA)",
     train=train,
-    evaluate=evaluate,
 )

@@ -20,10 +20,9 @@ import torch
 
 from argus_eval.data.clevr.vocab import ANSWER_VOCAB
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.protocols import CLASSIFY, Classifier, Model
+from argus_eval.models.protocols import CLASSIFY
 from argus_eval.models.region_segments import SegmentRegionFeatures
 from argus_eval.models.regions import CONFIG_KEY, RegionFeatureProvider
-from argus_eval.zoo.training import evaluate as ev
 from argus_eval.zoo.training.data import load_split
 from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
 from argus_eval.zoo.training.qa_mix import QuestionSampler, curriculum_pool
@@ -157,24 +156,6 @@ def train(
     )
 
 
-def evaluate(model: Model, log: Log) -> dict[str, Any]:
-    """QA accuracy on held-out questions vs majority, blind prior and swapped images."""
-    assert isinstance(model, Classifier)
-    clf = model
-
-    def answer(images: Any, questions: Any) -> list[str]:
-        scores = clf.classify(list(images), list(questions))
-        return [clf.labels[int(j)] for j in scores.argmax(axis=1)]
-
-    per = ev.question_answering(answer, load_split(DOMAIN, "train", TRAIN_IMAGES), log)
-    return {
-        "task": "reasoning",
-        "home_domain": DOMAIN,
-        "domains": per,
-        "domain_drop_accuracy": ev.domain_drop(per, DOMAIN, "accuracy"),
-    }
-
-
 RECIPE = Recipe(
     name="lxmert",
     family="lxmert",
@@ -182,5 +163,4 @@ RECIPE = Recipe(
     seed=3,
     note="tiny LXMERT QA head over segmented object regions, ShapesWorld studio questions (curriculum)",
     train=train,
-    evaluate=evaluate,
 )

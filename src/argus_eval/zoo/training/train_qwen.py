@@ -13,8 +13,8 @@ import torch
 
 from argus_eval.models.compat import ensure_qwen_processor_compat
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Model
-from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, evaluate_chat, prompt_words, train_chat
+from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
+from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
 from argus_eval.zoo.training.loop import Schedule
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
@@ -160,11 +160,6 @@ def train(out_dir: Path, seed: int, seconds: float | None, log: Log) -> Trained:
     return trained
 
 
-def evaluate(model: Model, log: Log) -> dict[str, Any]:
-    """QA and captioning on held-out data of every domain (it trained on studio only)."""
-    return evaluate_chat(model, log, "studio", RECIPE_DATA.domains, RECIPE_DATA.images_per_domain)
-
-
 RECIPE = Recipe(
     name="qwen2_5_vl",
     family="qwen2_5_vl",
@@ -172,5 +167,4 @@ RECIPE = Recipe(
     seed=5,
     note="larger Qwen2.5-VL chat VLM, ShapesWorld studio only (captions, colour questions, then all QA)",
     train=train,
-    evaluate=evaluate,
 )
