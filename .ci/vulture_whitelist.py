@@ -2,7 +2,8 @@
 # pydantic's model_config and validators, typer commands and callbacks, registry entries named as
 # "module:attr" strings (SPEC, RECIPE, load_*, build_*, vcr_scheme, ray_executor), attributes that
 # transformers/tokenizers objects read (eos_token_id, do_sample, normalizer, ...), an http.server handler,
-# pytest fixtures and marks, a torch FLOP-formula keyword, dataclass fields read through asdict().
+# pytest fixtures and marks, a torch FLOP-formula keyword, dataclass fields read through asdict(),
+# fields of the results.json contract (results_model/) that only its serialisation reads.
 # Regenerate after checking that a new entry is one of these kinds:
 #   python -m vulture src/argus_eval tests benchmarks scripts --min-confidence 60 --make-whitelist
 _.hidden_size  # unused attribute (benchmarks/bench_runner.py:39)
@@ -91,3 +92,24 @@ cluster  # unused variable (tests/test_ray_executor.py:174)
 cluster  # unused variable (tests/test_ray_executor.py:183)
 _no_cluster  # unused function (tests/test_ray_standalone.py:22)
 pytestmark  # unused variable (tests/test_report_browser.py:36)
+native_protocol  # unused variable (src/argus_eval/results_model/cells.py:19)
+failure_reasons  # unused variable (src/argus_eval/results_model/cells.py:23)
+estimate  # unused variable (src/argus_eval/results_model/efficiency.py:12)
+memory_bound_ms  # unused variable (src/argus_eval/results_model/efficiency.py:16)
+fits_in_memory  # unused variable (src/argus_eval/results_model/efficiency.py:17)
+device_memory_bytes  # unused variable (src/argus_eval/results_model/efficiency.py:19)
+compute_bound_ms  # unused variable (src/argus_eval/results_model/efficiency.py:20)
+latency_ms_median  # unused variable (src/argus_eval/results_model/efficiency.py:55)
+throughput_per_s_median  # unused variable (src/argus_eval/results_model/efficiency.py:56)
+latency_spread  # unused variable (src/argus_eval/results_model/efficiency.py:57)
+median_latency_spread  # unused variable (src/argus_eval/results_model/efficiency.py:68)
+interleaved  # unused variable (src/argus_eval/results_model/efficiency.py:84)
+skipped_records  # unused variable (src/argus_eval/results_model/manifest.py:47)
+same_prediction_interval  # unused variable (src/argus_eval/results_model/reliance.py:17)
+answered_by  # unused variable (src/argus_eval/results_model/reliance.py:26)
+blind_baseline  # unused variable (src/argus_eval/results_model/reliance.py:39)
+rank_shift  # unused variable (src/argus_eval/results_model/scorecard.py:153)
+separate_by  # unused variable (src/argus_eval/results_model/scorecard.py:171)
+method  # unused variable (src/argus_eval/results_model/scorecard.py:184)
+shared_parts  # unused variable (src/argus_eval/results_model/scorecard.py:191)
+_._every_model_has_every_axis  # unused method (src/argus_eval/results_model/scorecard.py:230)

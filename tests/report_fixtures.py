@@ -17,7 +17,13 @@ import numpy as np
 from PIL import Image
 
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.results_model import SCHEMA, Results, results_text
+from argus_eval.results_model.cells import CellSummary
+from argus_eval.results_model.efficiency import Projection
+from argus_eval.results_model.manifest import GitInfo, Manifest, ManifestDataset, ManifestModel, Seeds
+from argus_eval.results_model.reliance import Reliance
 from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 
@@ -27,6 +33,7 @@ HOSTILE_PREDICTION = (
     "<img src=x onerror=\"alert(2);document.body.setAttribute('data-pwned','img')\"></script><!-- x"
 )
 HOSTILE_MODEL = "evil<img src=x onerror=alert(3)>"
+FAILED_NOTE = "1 sample(s) failed and are excluded from scores (see cells[].failure_reasons)"
 
 # task -> datasets, and which conditions each task runs (captioning takes image conditions only).
 TASKS: dict[str, list[str]] = {
@@ -92,9 +99,15 @@ DEFAULT_MODELS = [
                 {
                     "estimate": True,
                     "device": "raspberry-pi-5",
+                    "dtype": "float32",
+                    "source": "test device sheet",
+                    "memory_bound_ms": 0.2,
+                    "compute_bound_ms": 140.0,
                     "latency_ms": 140.0,
                     "bound": "compute",
                     "fits_in_memory": True,
+                    "weights_bytes": 800_000,
+                    "device_memory_bytes": 8e9,
                 }
             ],
         },
@@ -205,6 +218,8 @@ def make_run(
                             "scored": len(kept),
                             "primary": primary,
                             "metrics": {"accuracy" if task == "reasoning" else "score": primary},
+                            "chance": None,
+                            "chance_basis": None,
                         }
                     )
                     by_kept = {sids[i]: j for j, i in enumerate(kept)}
@@ -246,40 +261,37 @@ def make_run(
         for s in specs
     }
     options = ScoringOptions(resamples=resamples, seed=0)
-    card = bootstrap_scorecard(cell_data, profiles, options).to_json()
-    for s in specs:  # device projections, labelled estimates, ride along with the profile
-        if s.efficiency and "projections" in s.efficiency and card["models"][s.name]["efficiency"]:
-            card["models"][s.name]["efficiency"]["projections"] = s.efficiency["projections"]
-    results: dict[str, Any] = {
-        "schema": "argus-eval/results/1",
-        "axes": card["axes"],
-        "models": card["models"],
-        "comparison": card["comparison"],
-        "below_chance": card["below_chance"],
-        "rankings": card["rankings"],
-        "gap": card["gap"],
-        "scorecard_cells": card["cells"],
-        "bootstrap": card["bootstrap"],
-        "scoring_options": card["options"],
-        "cells": summaries,
-        "efficiency": {n: card["models"][n]["efficiency"] for n in sorted(card["models"])},
-        "manifest": {
-            "config": {"name": "report-fixture", "seed": seed, "models": [s.name for s in specs]},
-            "seeds": {"run": seed, "bootstrap": 0},
-            "versions": {"python": "3.11.9", "argus-eval": "0.0.0-test", "numpy": np.__version__},
-            "git": {"revision": "0123456789abcdef0123456789abcdef01234567", "dirty": False},
-            "hardware": {"machine": "x86_64", "system": "Linux", "processor": "test CPU", "logical_cores": 2},
-            "models": {s.name: {"spec": f"zoo:{s.name}", "fingerprint": "fp"} for s in specs},
-            "datasets": {d: {"fingerprint": "fp", "skipped_records": 0} for ds in TASKS.values() for d in ds},
-            "protocols": sorted({f"{s.name}/{t}: {PROTOCOLS[t]}" for s in specs for t in s.skill}),
-            "skipped": [],
-        },
-        "notes": ["1 sample(s) failed and are excluded from scores (see cells[].failure_reasons)"]
-        if failures
-        else [],
+    # device projections, labelled estimates, ride along with the profile
+    proj = {
+        s.name: [Projection.model_validate(p) for p in s.efficiency["projections"]]
+        for s in specs
+        if s.efficiency and "projections" in s.efficiency
     }
-    text = json.dumps(results, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
-    (run_dir / "results.json").write_text(text + "\n", encoding="utf-8")
+    card = scorecard_blocks(bootstrap_scorecard(cell_data, profiles, options), proj)
+    results = Results(
+        schema=SCHEMA,
+        **dict(card),
+        timing=None,
+        reliance=Reliance(scoring="reported", models={}, skipped=[], notes=[]),
+        cells=[CellSummary.model_validate(c) for c in summaries],
+        efficiency={n: card.models[n].efficiency for n in sorted(card.models)},
+        manifest=Manifest(
+            config={"name": "report-fixture", "seed": seed, "models": [s.name for s in specs]},
+            seeds=Seeds(run=seed, bootstrap=0),
+            versions={"python": "3.11.9", "argus-eval": "0.0.0-test", "numpy": np.__version__},
+            git=GitInfo(revision="0123456789abcdef0123456789abcdef01234567", dirty=False),
+            hardware={"machine": "x86_64", "system": "Linux", "processor": "test CPU", "logical_cores": 2},
+            models={s.name: ManifestModel(spec=f"zoo:{s.name}", fingerprint="fp") for s in specs},
+            datasets={
+                d: ManifestDataset(fingerprint="fp", skipped_records=0) for ds in TASKS.values() for d in ds
+            },
+            protocols=sorted({f"{s.name}/{t}: {PROTOCOLS[t]}" for s in specs for t in s.skill}),
+            skipped=[],
+            not_applicable=[],
+        ),
+        notes=[FAILED_NOTE] if failures else [],
+    )
+    (run_dir / "results.json").write_text(results_text(results), encoding="utf-8")
     with open(run_dir / "samples.jsonl", "w", encoding="utf-8") as fh:
         for line in lines:
             fh.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from argus_eval.advisor import Constraints, advise, standard_profiles
-from test_advisor_builder import model, profile, results, shares
+from argus_eval.advisor import Constraints, standard_profiles
+from test_advisor_builder import advise, model, profile, results, scorecard_cell, shares
 
 
 def _capable_vs_small() -> dict[str, object]:
@@ -213,10 +213,10 @@ def test_task_without_per_task_detail_says_it_cannot() -> None:
 def test_per_task_falls_back_to_clean_scorecard_cells() -> None:
     data = results({"a": model(0.5, 0.5, 0.5, 0.5), "b": model(0.6, 0.5, 0.5, 0.5)})
     data["scorecard_cells"] = [
-        {"model": "a", "task": "retrieval", "dataset": "d1", "condition": "clean", "score": 0.8},
-        {"model": "a", "task": "retrieval", "dataset": "d2", "condition": "clean", "score": 0.6},
-        {"model": "a", "task": "retrieval", "dataset": "d1", "condition": "image:fog@3", "score": 0.1},
-        {"model": "b", "task": "retrieval", "dataset": "d1", "condition": "clean", "score": 0.5},
+        scorecard_cell("a", "retrieval", "d1", 0.8),
+        scorecard_cell("a", "retrieval", "d2", 0.6),
+        {**scorecard_cell("a", "retrieval", "d1", 0.1), "condition": "image:fog@3"},
+        scorecard_cell("b", "retrieval", "d1", 0.5),
     ]
     advice = advise(data, Constraints(weights=(1.0, 0.0, 0.0, 0.0), task="retrieval"))
     assert {c.name: c.p for c in advice.candidates} == {"a": pytest.approx(0.7), "b": pytest.approx(0.5)}

@@ -15,6 +15,7 @@ from argus_eval.efficiency.trials import TaskTiming, Trial
 from argus_eval.models.protocols import CLASSIFY, EMBED
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 from argus_eval.tasks.reasoning import chance_level
@@ -175,7 +176,7 @@ def test_cells_at_or_below_chance_count_in_p_but_not_in_cdc() -> None:
     m = np.mean(scores)
     assert a["CDC"].value == pytest.approx(1 - np.mean(np.abs(np.array(scores) - m)) / m)
     assert a["CDC"].detail["below_chance"] == {"reasoning/extra": "score at or below chance (0.100)"}
-    below = sc.to_json()["below_chance"]
+    below = scorecard_blocks(sc).model_dump(mode="json")["below_chance"]
     assert [(c["dataset"], c["chance"]) for c in below] == [("extra", 0.1)]
 
 

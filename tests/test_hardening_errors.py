@@ -153,12 +153,13 @@ def test_nan_and_future_schema_in_results(
         line = _one_line(err)
         assert code == 2 and "results.json is not readable JSON (it holds NaN" in line, argv
     data["cells"][0]["primary"] = 0.5
-    data["schema"] = "argus-eval/results/2"
+    data["schema"] = "argus-eval/results/9"
     (out / "results.json").write_text(json.dumps(data))
     for argv in (["report", str(out)], ["compare", str(other), str(out)], ["recommend", str(out)]):
         code, err = _cli(argv, monkeypatch, capsys)
         line = _one_line(err)
-        assert code == 2 and "field 'schema' is 'argus-eval/results/2'; this ARGUS-EVAL reads" in line, argv
+        assert code == 2 and "schema: 'argus-eval/results/9' is not one this ARGUS-EVAL reads" in line, argv
+        assert "argus run --out" in line, argv
 
 
 def test_corrupt_store_records_are_named(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from argus_eval.results_model import SCHEMA, load_results, results_text
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from pipeline_fixtures import tiny_config
@@ -61,6 +62,10 @@ def test_end_to_end_and_cached_rerun(tmp_path: Path, cache: Path) -> None:
     keys = Counter((d["model"], d["task"], d["dataset"], d["condition"], d["sample_id"]) for d in lines)
     assert max(keys.values()) == 1
     before = (tmp_path / "out" / "results.json").read_bytes()
+    # the file is the Results model's text: loading it validates it, and writing it again changes no byte
+    loaded = load_results(tmp_path / "out" / "results.json")
+    assert loaded.schema_ == SCHEMA and results_text(loaded).encode("utf-8") == before
+    assert results_text(first.typed_results).encode("utf-8") == before
 
     second = run(cfg, tmp_path / "out", quiet=True)
     assert second.stats.forward_calls == 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from argus_eval.results_model.reliance import RelianceEntry
 from argus_eval.scoring import CellKey, ScoringOptions, compute_scorecard, mean_cell
 from argus_eval.scoring.reliance import control_name, image_reliance, is_control
+from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.types import CellData
 
 N = 300
@@ -37,11 +37,8 @@ def _world() -> tuple[list[str], list[str], list[str]]:
 
 def _reliance(
     cells: list[CellData], skipped: dict[CellKey, str] | None = None
-) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = image_reliance(
-        cells, resamples=200, seed=3, confidence=0.95, skipped=skipped
-    )
-    return out
+) -> dict[str, list[RelianceEntry]]:
+    return image_reliance(cells, resamples=200, seed=3, confidence=0.95, skipped=skipped)
 
 
 def test_condition_helpers() -> None:
@@ -54,12 +51,13 @@ def test_a_model_that_ignores_its_image_has_reliance_zero() -> None:
     # its answer depends on the question only, so clean, swapped and blank predictions coincide
     cells = [_cell("blind", c, prior, truth) for c in ("clean", SWAP, BLANK)]
     (entry,) = _reliance(cells)["blind"]
-    assert entry["n_samples"] == N
+    assert entry.n_samples == N
     for name in ("swap", "blank"):
-        c = entry["controls"][name]
-        lo, hi = c["interval"]
-        assert c["reliance"] == 0.0 and lo <= 0.0 <= hi
-        assert c["same_prediction"] == 1.0
+        c = entry.controls[name]
+        assert c.interval is not None
+        lo, hi = c.interval
+        assert c.reliance == 0.0 and lo <= 0.0 <= hi
+        assert c.same_prediction == 1.0
 
 
 def test_a_model_that_reads_the_image_loses_its_clean_accuracy() -> None:
@@ -72,16 +70,15 @@ def test_a_model_that_reads_the_image_loses_its_clean_accuracy() -> None:
         _cell("reader", BLANK, ["?"] * N, truth),
     ]
     (entry,) = _reliance(cells)["reader"]
-    swap = entry["controls"]["swap"]
-    assert entry["clean"] == clean_acc
-    assert abs(swap["reliance"] - (clean_acc - swap_acc)) < 1e-12
-    lo, hi = swap["interval"]
-    assert 0.0 < lo <= swap["reliance"] <= hi
-    assert (
-        abs(swap["same_prediction"] - swap_acc) < 1e-12
-    )  # a prediction stays only where the answers coincide
-    blank = entry["controls"]["blank"]
-    assert blank["reliance"] == clean_acc and blank["same_prediction"] == 0.0
+    swap = entry.controls["swap"]
+    assert entry.clean == clean_acc
+    assert swap.reliance is not None and swap.interval is not None and swap.same_prediction is not None
+    assert abs(swap.reliance - (clean_acc - swap_acc)) < 1e-12
+    lo, hi = swap.interval
+    assert 0.0 < lo <= swap.reliance <= hi
+    assert abs(swap.same_prediction - swap_acc) < 1e-12  # a prediction stays only where the answers coincide
+    blank = entry.controls["blank"]
+    assert blank.reliance == clean_acc and blank.same_prediction == 0.0
 
 
 def test_the_interval_resamples_clean_and_control_together() -> None:
@@ -90,9 +87,9 @@ def test_the_interval_resamples_clean_and_control_together() -> None:
     truth, prior, _ = _world()
     cells = [_cell("m", "clean", prior, truth), _cell("m", SWAP, list(reversed(prior)), truth)]
     cells[1] = mean_cell(_key("m", SWAP), IDS, cells[0].components[:, 0].tolist(), cells[1].predictions)
-    swap = _reliance(cells)["m"][0]["controls"]["swap"]
-    assert swap["interval"] == (0.0, 0.0)
-    assert swap["same_prediction"] < 1.0
+    swap = _reliance(cells)["m"][0].controls["swap"]
+    assert swap.interval == (0.0, 0.0)
+    assert swap.same_prediction is not None and swap.same_prediction < 1.0
 
 
 def test_skipped_controls_are_named_never_zero() -> None:
@@ -100,11 +97,11 @@ def test_skipped_controls_are_named_never_zero() -> None:
     cells = [_cell("m", "clean", prior, truth), _cell("m", BLANK, prior, truth)]
     reason = "the swap control needs at least two distinct images, the cell has 1"
     (entry,) = _reliance(cells, skipped={_key("m", SWAP): reason})["m"]
-    assert entry["controls"]["swap"] == {"condition": SWAP, "skipped": reason}
-    assert "reliance" not in entry["controls"]["swap"]
+    assert entry.controls["swap"].model_dump(exclude_unset=True) == {"condition": SWAP, "skipped": reason}
+    assert entry.controls["swap"].reliance is None
     # a control without any clean cell is skipped by name too
     only = _reliance([_cell("m", SWAP, prior, truth)])["m"][0]
-    assert only["controls"]["swap"]["skipped"] == "no clean cell to compare with"
+    assert only.controls["swap"].skipped == "no clean cell to compare with"
 
 
 def test_no_controls_no_entries() -> None:
@@ -127,4 +124,4 @@ def test_controls_never_enter_robustness_retention() -> None:
     card = compute_scorecard([*cells, perturbed], {}, opts)
     assert [r.key.condition for r in card.models["m"].retention] == ["image:fog@3"]
     assert card.models["m"].axes["RR"].value == card.models["m"].retention[0].retention
-    assert card.to_json()["options"]["reliance"] == "reported"
+    assert scorecard_blocks(card).model_dump(mode="json")["scoring_options"]["reliance"] == "reported"

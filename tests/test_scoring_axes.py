@@ -13,6 +13,7 @@ from argus_eval.errors import MetricError
 from argus_eval.scoring.axes import cdc, cdc_cv
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import EfficiencyBudgets, ScoringOptions
+from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import compute_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 
@@ -163,7 +164,7 @@ def test_undefined_cases_are_named() -> None:
     assert set(c["ARGUS"].detail["left_out"]) == {"CDC", "RR", "E"}
     assert c["ARGUS"].detail["weights_used"] == {"P": 1.0}
     assert c["R"].value is None
-    js = sc.to_json()["models"]["C"]
+    js = scorecard_blocks(sc).model_dump(mode="json")["models"]["C"]
     assert set(js["undefined"]) == {"CDC", "RR", "E", "R"}
 
     # E of the others is unaffected by C's missing profile
@@ -226,31 +227,30 @@ def test_every_axis_in_unit_interval_on_random_runs() -> None:
 
 def test_to_json_is_plain_and_deterministic() -> None:
     sc = compute_scorecard(two_model_cells(), two_model_profiles(), ScoringOptions())
-    js = sc.to_json()
-    again = compute_scorecard(
-        list(reversed(two_model_cells())), two_model_profiles(), ScoringOptions()
-    ).to_json()
+    js = scorecard_blocks(sc).model_dump(mode="json")
+    again = scorecard_blocks(
+        compute_scorecard(list(reversed(two_model_cells())), two_model_profiles(), ScoringOptions())
+    ).model_dump(mode="json")
     assert json.dumps(js) == json.dumps(again)
     assert list(js) == [
-        "schema",
-        "options",
         "axes",
         "models",
         "rankings",
         "gap",
         "comparison",
         "below_chance",
-        "cells",
+        "scorecard_cells",
         "bootstrap",
+        "scoring_options",
     ]
     a = js["models"]["A"]
     for k in ("P", "CDC", "RR", "E", "ARGUS", "R", "intervals", "undefined"):
         assert k in a
     assert type(a["P"]) is float and a["undefined"] == {}
     assert js["gap"]["sentence"].startswith("No bootstrap was run")
-    assert js["cells"][0]["model"] == "A" and type(js["cells"][0]["score"]) is float
+    assert js["scorecard_cells"][0]["model"] == "A" and type(js["scorecard_cells"][0]["score"]) is float
     assert js["bootstrap"] is None
-    assert ScoringOptions.model_validate(js["options"]) == ScoringOptions()
+    assert ScoringOptions.model_validate(js["scoring_options"]) == ScoringOptions()
 
 
 def test_options_forbid_unknown_keys() -> None:

@@ -12,6 +12,7 @@ from argus_eval.errors import MetricError
 from argus_eval.scoring.cells import mean_cell, ratio_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, paired_counts
+from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 
@@ -67,10 +68,13 @@ def test_point_values_match_and_intervals_contain_them() -> None:
 
 def test_same_seed_same_result_and_seed_matters() -> None:
     cells = random_cells(2)
-    a = json.dumps(bootstrap_scorecard(cells, profiles(), OPTS).to_json())
-    b = json.dumps(bootstrap_scorecard(random_cells(2), profiles(), OPTS).to_json())
+    a = json.dumps(scorecard_blocks(bootstrap_scorecard(cells, profiles(), OPTS)).model_dump(mode="json"))
+    again = bootstrap_scorecard(random_cells(2), profiles(), OPTS)
+    b = json.dumps(scorecard_blocks(again).model_dump(mode="json"))
     assert a == b
-    c = bootstrap_scorecard(cells, profiles(), OPTS.model_copy(update={"seed": 12})).to_json()
+    c = scorecard_blocks(
+        bootstrap_scorecard(cells, profiles(), OPTS.model_copy(update={"seed": 12}))
+    ).model_dump(mode="json")
     assert json.dumps(c) != a
     assert c["models"]["A"]["P"] == json.loads(a)["models"]["A"]["P"]
 
@@ -119,7 +123,7 @@ def test_strictly_better_model_wins_every_resample() -> None:
     for axis in ("ARGUS", "P"):
         assert boot.bootstrap.pairwise[axis]["strong"]["weak"] == 1.0
         assert boot.bootstrap.pairwise[axis]["weak"]["strong"] == 0.0
-    js = boot.to_json()
+    js = scorecard_blocks(boot).model_dump(mode="json")
     assert js["rankings"]["pairwise"]["ARGUS"]["strong"]["weak"] == 1.0
     assert js["bootstrap"]["resamples"] == 300
 

@@ -1,9 +1,8 @@
 """advise(results, constraints) -> Advice: filter a run's models by deployment constraints, rank the
-rest by an ARGUS weighting, and explain the choice. Reads only a results.json dict."""
+rest by an ARGUS weighting, and explain the choice. Reads only a run's Results (results.json)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ from argus_eval.advisor.ranking import Confidence, Weighting, confidence, score,
 from argus_eval.advisor.rules import CHECKS, EFFICIENCY_CHECKS, Violation, violations
 from argus_eval.advisor.view import RunView, read_view
 from argus_eval.errors import ResultsError, UnknownNameError
+from argus_eval.results_model import Results
 
 
 @dataclass(frozen=True)
@@ -148,8 +148,8 @@ def _notes(constraints: Constraints, candidates: list[Candidate], weights_e: flo
     return notes
 
 
-def advise(results: Mapping[str, Any], constraints: Constraints) -> Advice:
-    """The deployment advice for one results.json dict under `constraints` (see docs/advisor.md)."""
+def advise(results: Results, constraints: Constraints) -> Advice:
+    """The deployment advice for one run's results under `constraints` (see docs/advisor.md)."""
     run = read_view(results)
     _require_efficiency(run, constraints)
     task, notes = _task_p(run, constraints.task)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from argus_eval.advisor import Advice, Constraints, advise, parse_weights
-from argus_eval.report.build import read_results
+from argus_eval.results_model import load_results
 
 NO_MODEL_EXIT = 1  # a valid answer ("nothing fits"), distinct from bad input (exit 2)
 
@@ -59,7 +59,7 @@ def recommend_command(
         weights=None if weights is None else parse_weights(weights),
         task=task,
     )
-    advice = advise(read_results(run_dir), constraints)
+    advice = advise(load_results(run_dir / "results.json"), constraints)
     if as_json:
         sys.stdout.write(json.dumps(advice.to_json(), indent=1, sort_keys=True) + "\n")
     else:

@@ -14,6 +14,7 @@ from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.secrets import redact, redact_text
 from argus_eval.models.spec import ModelConfig
+from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.executors import EXECUTORS
@@ -22,12 +23,10 @@ from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
-from argus_eval.runner.results import build_results
+from argus_eval.runner.results import build_results, timing_block
 from argus_eval.runner.score import score_cells, write_samples
 from argus_eval.runner.store import Store
 from argus_eval.tasks.registry import make_tasks
-
-RESULTS_SCHEMA = "argus-eval/results/1"
 
 
 @dataclass
@@ -35,7 +34,8 @@ class RunOutcome:
     """What a run produced and did (for the CLI's table and counters)."""
 
     out_dir: Path
-    results: dict[str, Any]
+    results: dict[str, Any]  # results.json as written (plain JSON)
+    typed_results: Results  # the same, as the Results model
     stats: ExecStats
     plan: Plan
     samples_written: int
@@ -142,11 +142,11 @@ def run(
         "skipped": plan.skipped,
         "not_applicable": plan.not_applicable,
     }
-    results = build_results(scored, profiles, cfg, manifest)
-    results["schema"] = RESULTS_SCHEMA
-    text = json.dumps(results, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
+    timing = timing_block(profiles, cfg.efficiency.trials) if cfg.efficiency.enabled else None
+    results = build_results(scored, profiles, cfg.scoring, timing, manifest)
+    text = results_text(results)
     with writing(out_dir / "results.json"):
-        (out_dir / "results.json").write_text(text + "\n", encoding="utf-8")
+        (out_dir / "results.json").write_text(text, encoding="utf-8")
     log = {
         "wall_seconds": round(time.perf_counter() - t0, 3),
         "phase_seconds": {  # where the time went: plan (data, model info), cells, timing trials, scoring
@@ -166,4 +166,4 @@ def run(
     }
     with writing(out_dir / "run_log.json"):
         (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
-    return RunOutcome(out_dir, results, stats, plan, n_samples)
+    return RunOutcome(out_dir, json.loads(text), results, stats, plan, n_samples)

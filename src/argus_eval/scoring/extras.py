@@ -8,10 +8,10 @@ paired with every other cell's of its group exactly as the primary score's is.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
+from argus_eval.results_model.scorecard import ExtraScore
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, paired_counts
 from argus_eval.scoring.statistics import percentile_interval
@@ -24,9 +24,9 @@ def extra_scores(
     cells: Sequence[CellData],
     extras: Mapping[CellKey, Mapping[str, ExtraFinish]],
     options: ScoringOptions,
-) -> dict[CellKey, dict[str, dict[str, Any]]]:
-    """cell -> extra name -> {"score": full common-sample value, "interval": percentile interval}."""
-    out: dict[CellKey, dict[str, dict[str, Any]]] = {}
+) -> dict[CellKey, dict[str, ExtraScore]]:
+    """cell -> extra name -> its full common-sample score and percentile interval."""
+    out: dict[CellKey, dict[str, ExtraScore]] = {}
     for group in align(cells):
         wanted = [a for a in group.cells if extras.get(a.cell.key)]
         if not wanted:
@@ -34,27 +34,11 @@ def extra_scores(
         counts = paired_counts(group, options.resamples, options.seed)
         for a in wanted:
             sums = counts @ a.cell.components[a.index].astype(np.float64)
-            entry: dict[str, dict[str, Any]] = {}
+            entry: dict[str, ExtraScore] = {}
             for name, finish in sorted(extras[a.cell.key].items()):
                 rows = np.asarray(finish(sums), dtype=np.float64)
                 point = float(rows[0])
                 interval = percentile_interval(rows, options.confidence) if options.resamples else None
-                entry[name] = {"score": point if np.isfinite(point) else None, "interval": interval}
+                entry[name] = ExtraScore(score=point if np.isfinite(point) else None, interval=interval)
             out[a.cell.key] = entry
     return out
-
-
-def add_extra_scores(
-    card_cells: list[dict[str, Any]],
-    cells: Sequence[CellData],
-    extras: Mapping[CellKey, Mapping[str, ExtraFinish]],
-    options: ScoringOptions,
-) -> None:
-    """Put each cell's extras beside its score in the scorecard's "cells" block (in place)."""
-    if not extras:
-        return
-    scores = extra_scores(cells, extras, options)
-    for c in card_cells:
-        key = CellKey(c["model"], c["task"], c["dataset"], c["condition"])
-        if key in scores:
-            c["extras"] = scores[key]

@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from argus_eval.results_model.reliance import BlindBaseline, Control, RelianceEntry
 from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CLEAN, CellData, CellKey, FloatArray
 
 CONTROL_KIND = "control"
+
+TaskCell = tuple[str, str, str]  # (model, task, dataset)
 
 NOTES = (
     "reliance = clean score - control score on the sample ids common to every cell of the (task, "
@@ -45,49 +48,61 @@ def _point(rows: FloatArray | None) -> float | None:
     return float(rows[0])
 
 
-def _control_json(
+def _control(
     key: CellKey,
     clean: FloatArray,
     control: FloatArray,
     flip: FloatArray | None,
     confidence: float,
-) -> dict[str, Any]:
+) -> Control:
     diff = clean - control
     same = None if flip is None else 1.0 - flip
-    return {
-        "condition": key.condition,
-        "score": _point(control),
-        "reliance": _point(diff),
-        "interval": percentile_interval(diff, confidence),
-        "same_prediction": _point(same),
-        "same_prediction_interval": percentile_interval(same, confidence),
-    }
+    return Control(
+        condition=key.condition,
+        score=_point(control),
+        reliance=_point(diff),
+        interval=percentile_interval(diff, confidence),
+        same_prediction=_point(same),
+        same_prediction_interval=percentile_interval(same, confidence),
+    )
 
 
-def _group_entries(group: Group, resamples: int, seed: int, confidence: float) -> dict[str, dict[str, Any]]:
+def _group_entries(
+    group: Group,
+    resamples: int,
+    seed: int,
+    confidence: float,
+    blind: Mapping[TaskCell, BlindBaseline],
+    named: Mapping[TaskCell, Mapping[str, Control]],
+) -> dict[str, RelianceEntry]:
     """model -> reliance entry of this (task, dataset), for models with at least one control cell."""
     keys = [a.cell.key for a in group.cells]
     models = sorted({k.model for k in keys if is_control(k.condition)})
     if not models:
         return {}
     scores, flips = group_rows(group, paired_counts(group, resamples, seed))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, RelianceEntry] = {}
     for model in models:
-        clean_key = CellKey(model, group.task, group.dataset, CLEAN)
-        entry: dict[str, Any] = {"task": group.task, "dataset": group.dataset, "n_samples": len(group.ids)}
-        clean = scores.get(clean_key)
-        entry["clean"] = _point(clean)
-        controls: dict[str, Any] = {}
+        clean = scores.get(CellKey(model, group.task, group.dataset, CLEAN))
+        where = (model, group.task, group.dataset)
+        controls: dict[str, Control] = {}
         for k in sorted(k for k in keys if k.model == model and is_control(k.condition)):
-            if clean is None:
-                controls[control_name(k.condition)] = {
-                    "condition": k.condition,
-                    "skipped": "no clean cell to compare with",
-                }
-                continue
-            controls[control_name(k.condition)] = _control_json(k, clean, scores[k], flips.get(k), confidence)
-        entry["controls"] = controls
-        out[model] = entry
+            controls[control_name(k.condition)] = (
+                Control(condition=k.condition, skipped="no clean cell to compare with")
+                if clean is None
+                else _control(k, clean, scores[k], flips.get(k), confidence)
+            )
+        controls.update(named.get(where, {}))
+        b = blind.get(where)
+        beside: dict[str, Any] = {} if b is None else {"blind_baseline": b}
+        out[model] = RelianceEntry(
+            task=group.task,
+            dataset=group.dataset,
+            n_samples=len(group.ids),
+            clean=_point(clean),
+            controls=controls,
+            **beside,
+        )
     return out
 
 
@@ -98,18 +113,28 @@ def image_reliance(
     seed: int,
     confidence: float,
     skipped: Mapping[CellKey, str] | None = None,
-) -> dict[str, list[dict[str, Any]]]:
+    blind: Mapping[TaskCell, BlindBaseline] | None = None,
+) -> dict[str, list[RelianceEntry]]:
     """model -> reliance entries, one per (task, dataset) that ran a control.
 
     skipped names control cells that produced no score (e.g. a swap in a dataset with one image) and
-    why; they appear as {"condition", "skipped"} so a missing control is never read as reliance 0."""
-    out: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-    for group in align(cells) if cells else []:
-        for model, entry in _group_entries(group, resamples, seed, confidence).items():
-            out.setdefault(model, {})[(group.task, group.dataset)] = entry
+    why; they appear as a control with only its condition and the reason, so a missing control is never
+    read as reliance 0. blind: (model, task, dataset) -> the task's blind baseline, shown beside."""
+    named: dict[TaskCell, dict[str, Control]] = {}
     for key, reason in sorted((skipped or {}).items()):
-        entry = out.setdefault(key.model, {}).setdefault(
-            (key.task, key.dataset), {"task": key.task, "dataset": key.dataset, "controls": {}}
+        named.setdefault((key.model, key.task, key.dataset), {})[control_name(key.condition)] = Control(
+            condition=key.condition, skipped=reason
         )
-        entry["controls"][control_name(key.condition)] = {"condition": key.condition, "skipped": reason}
-    return {m: [e for _, e in sorted(entries.items())] for m, entries in sorted(out.items())}
+    found: dict[TaskCell, RelianceEntry] = {}
+    for group in align(cells) if cells else []:
+        for model, entry in _group_entries(group, resamples, seed, confidence, blind or {}, named).items():
+            found[(model, group.task, group.dataset)] = entry
+    for where, controls in named.items():
+        if where not in found:
+            b = (blind or {}).get(where)
+            extra: dict[str, Any] = {} if b is None else {"blind_baseline": b}
+            found[where] = RelianceEntry(task=where[1], dataset=where[2], controls=controls, **extra)
+    out: dict[str, list[RelianceEntry]] = {}
+    for (model, _task, _dataset), entry in sorted(found.items()):
+        out.setdefault(model, []).append(entry)
+    return out

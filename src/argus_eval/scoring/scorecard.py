@@ -3,26 +3,22 @@ capability-reliability gap, and (with the bootstrap) percentile intervals and pa
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
 from argus_eval.scoring.axes import efficiency_axis
-from argus_eval.scoring.axis_registry import axis_names, axis_specs
+from argus_eval.scoring.axis_registry import axis_names
 from argus_eval.scoring.efficiency_axis import efficiency_from_timings
 from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
 from argus_eval.scoring.headtohead import HeadToHead, head_to_head, pair_inputs
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
 from argus_eval.scoring.statistics import percentile_interval
-from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray, parse_condition
-
-SCHEMA = "argus-scorecard/1"
+from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray
 
 Interval = tuple[float, float] | None
 
@@ -86,144 +82,13 @@ class BootstrapInfo:
 
 @dataclass(frozen=True)
 class Scorecard:
-    """The whole scorecard; to_json() gives the results.json block."""
+    """The whole scorecard (scoring.results_blocks turns it into results.json blocks)."""
 
     options: ScoringOptions
     models: dict[str, ModelCard]
     cells: list[CellScore]
     comparison: HeadToHead
     bootstrap: BootstrapInfo | None
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON (dicts, lists, str, int, float, None); key order is deterministic."""
-        out: dict[str, Any] = _clean(
-            {
-                "schema": SCHEMA,
-                "options": self.options.model_dump(mode="json"),
-                "axes": [spec.to_json() for spec in axis_specs()],
-                "models": {name: _model_json(card) for name, card in self.models.items()},
-                "rankings": _rankings_json(self),
-                "gap": {
-                    "sentence": self.comparison.sentence,
-                    "kendall_tau": self.comparison.kendall_tau,
-                    "kendall_tau_interval": self.comparison.kendall_tau_interval,
-                    "rank_shift": _shift(self.comparison),
-                },
-                "comparison": _comparison_json(self.comparison),
-                "below_chance": [
-                    {**_key_json(c.key), "score": c.score, "chance": c.chance}
-                    for c in self.cells
-                    if c.key.is_clean and c.chance is not None and c.score <= c.chance + 1e-12
-                ],
-                "cells": [_cell_json(c) for c in self.cells],
-                "bootstrap": None
-                if self.bootstrap is None
-                else {
-                    "resamples": self.bootstrap.resamples,
-                    "seed": self.bootstrap.seed,
-                    "confidence": self.bootstrap.confidence,
-                    "notes": list(self.bootstrap.notes),
-                },
-            }
-        )
-        return out
-
-
-def _key_json(key: CellKey) -> dict[str, Any]:
-    perturbation, severity = parse_condition(key.condition)
-    out: dict[str, Any] = {"model": key.model, "task": key.task, "dataset": key.dataset}
-    out["condition"] = key.condition
-    if not key.is_clean:
-        out["perturbation"] = perturbation
-        out["severity"] = severity
-    return out
-
-
-def _cell_json(c: CellScore) -> dict[str, Any]:
-    out = _key_json(c.key)
-    out.update(score=c.score, n_samples=c.n_samples, n_dropped=c.n_dropped, interval=c.interval)
-    out["chance"] = c.chance
-    return out
-
-
-def _shift(h: HeadToHead) -> dict[str, int | None]:
-    cap, ovr = h.ranks["capability"], h.ranks["overall"]
-    return {m: (c - o) if (c := cap[m]) is not None and (o := ovr[m]) is not None else None for m in cap}
-
-
-def _comparison_json(h: HeadToHead) -> dict[str, Any]:
-    return {
-        "method": "head-to-head win rate over shared cells (see docs/comparisons.md)",
-        "claim_confidence": h.confidence,
-        "claims": h.claims,
-        "ties": h.ties,
-        "not_comparable": h.not_comparable,
-        "head_to_head": h.head_to_head,
-        "win_rate": h.win_rate,
-        "shared_parts": h.shared,
-    }
-
-
-def _model_json(card: ModelCard) -> dict[str, Any]:
-    names = axis_names()
-    out: dict[str, Any] = {axis: card.axes[axis].value for axis in names}
-    out["raw"] = {axis: card.axes[axis].raw for axis in names}
-    out["undefined"] = {
-        axis: v.undefined_reason for axis, v in card.axes.items() if v.undefined_reason is not None
-    }
-    out["detail"] = {axis: card.axes[axis].detail for axis in names}
-    out["intervals"] = card.intervals
-    out["retention"] = [
-        {
-            **{k: v for k, v in _key_json(r.key).items() if k != "model"},
-            "clean": r.clean,
-            "perturbed": r.perturbed,
-            "retention": r.retention,
-            "flip_rate": r.flip_rate,
-            "intervals": r.intervals,
-        }
-        for r in card.retention
-    ]
-    out["severity_curves"] = {
-        name: {str(s): v for s, v in curve.items()} for name, curve in card.severity_curves.items()
-    }
-    out["efficiency"] = None if card.efficiency is None else card.efficiency.to_json()
-    return out
-
-
-def _ranking_list(sc: Scorecard, which: str, card_axis: str) -> list[dict[str, Any]]:
-    ranks = sc.comparison.ranks[which]
-    wins = sc.comparison.win_rate[which]
-    order = sorted(ranks, key=lambda m: (ranks[m] is None, ranks[m] or 0, -(wins[m] or 0.0), m))
-    return [
-        {"model": m, "rank": ranks[m], "win_rate": wins[m], "value": sc.models[m].axes[card_axis].value}
-        for m in order
-    ]
-
-
-def _rankings_json(sc: Scorecard) -> dict[str, Any]:
-    return {
-        "basis": "rank = 1 + number of models supported above it (P(beats) >= claim_confidence), "
-        "head to head on shared cells; ties share a rank",
-        "capability": _ranking_list(sc, "capability", "P"),
-        "overall": _ranking_list(sc, "overall", "ARGUS"),
-        "pairwise": None if sc.bootstrap is None else sc.bootstrap.pairwise,
-    }
-
-
-def _clean(obj: Any) -> Any:
-    """numpy scalars -> Python numbers, NaN/inf -> None, tuples -> lists; dict order is kept."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(float(obj)) else None
-    return obj
 
 
 def _point(rows: FloatArray | None) -> float | None:

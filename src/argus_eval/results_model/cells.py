@@ -1,0 +1,39 @@
+"""Per-cell blocks of results.json: what each (model, task, dataset, condition) ran and scored."""
+
+from __future__ import annotations
+
+from argus_eval.results_model.base import Block, Json, Number
+
+
+class CellSummary(Block):
+    """One cell as the runner scored it: protocol, sample counts, primary score, metrics and failures.
+
+    checkpoint and model_fingerprint name the checkpoint that served the cell (a composite model has one
+    per task)."""
+
+    model: str
+    task: str
+    dataset: str
+    condition: str
+    protocol: str
+    native_protocol: bool
+    samples: int
+    scored: int
+    failed: int
+    failure_reasons: list[str]
+    primary: Number | None
+    metrics: dict[str, Json]
+    undefined_reason: str | None = None
+    chance: Number | None = None
+    chance_basis: str | None = None
+    breakdown: dict[str, Json] | None = None
+    checkpoint: str | None = None
+    model_fingerprint: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.model, self.task, self.dataset, self.condition)
+
+    @property
+    def is_clean(self) -> bool:
+        return self.condition == "clean"

@@ -1,0 +1,36 @@
+"""The whole results.json: one typed, frozen document that the runner writes and report, compare and
+the advisor read."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field
+
+from argus_eval.results_model.cells import CellSummary
+from argus_eval.results_model.efficiency import EfficiencyBlock, Timing
+from argus_eval.results_model.manifest import Manifest
+from argus_eval.results_model.reliance import Reliance
+from argus_eval.results_model.scorecard import ScorecardPart
+
+SCHEMA: Final = "argus-eval/results/2"
+"""The version this ARGUS-EVAL writes. Version 1 differed only in this string (the loader upgrades it)."""
+
+
+class Results(ScorecardPart):
+    """Everything a report needs, as the runner wrote it: the scorecard part (ScorecardPart) plus the
+    timing trials, image reliance, per-cell summaries, efficiency profiles, manifest and notes. Build it
+    with every field; write it with results_text(); read it with load_results() (loading validates)."""
+
+    schema_: Literal["argus-eval/results/2"] = Field(alias="schema")
+    timing: Timing | None
+    reliance: Reliance
+    cells: list[CellSummary]
+    efficiency: dict[str, EfficiencyBlock | None]
+    manifest: Manifest
+    notes: list[str]
+
+    def profile(self, model: str) -> EfficiencyBlock | None:
+        """A model's efficiency profile: the run's top-level record, else the copy in its row."""
+        top = self.efficiency.get(model)
+        return top if top is not None else self.models[model].efficiency

@@ -1,0 +1,90 @@
+"""Efficiency blocks of results.json: each model's measured profile with its device projections, and
+the run's timing trials (per model and task) with their noise and what was left out of E."""
+
+from __future__ import annotations
+
+from argus_eval.results_model.base import Block, Json, Number
+
+
+class Projection(Block):
+    """A roofline estimate of one model on a catalogued device (never a measurement, never in E)."""
+
+    estimate: bool
+    device: str
+    dtype: str
+    source: str
+    memory_bound_ms: Number
+    fits_in_memory: bool
+    weights_bytes: int
+    device_memory_bytes: Number
+    compute_bound_ms: Number | None
+    latency_ms: Number | None
+    bound: str | None
+    note: str | None = None
+
+
+class EfficiencyBlock(Block):
+    """Measured efficiency of one model on one hardware fingerprint, with its device projections."""
+
+    latency_ms_p50: Number
+    latency_ms_p95: Number
+    throughput_per_s: Number
+    peak_memory_mb: Number
+    flops_per_sample: int | None
+    params: int | None
+    fingerprint: dict[str, Json]
+    projections: list[Projection] | None = None
+
+
+class TrialBlock(Block):
+    """One timing trial: latency per sample, throughput, and the round it ran in."""
+
+    latency_ms: Number
+    throughput_per_s: Number
+    round: int
+
+
+class TaskTimingBlock(Block):
+    """Every timing figure of one model on one task."""
+
+    model: str
+    task: str
+    protocol: str
+    trials: list[TrialBlock]
+    failed_trials: int
+    latency_ms_median: Number | None
+    throughput_per_s_median: Number | None
+    latency_spread: Number | None
+    memory_mb: Number | None
+    memory_basis: str
+    flops_per_sample: int | None
+    params: int | None
+    fingerprint: dict[str, Json]
+
+
+class TimingNoise(Block):
+    """The run's timing noise: the median relative latency spread across trials, and how it is computed."""
+
+    median_latency_spread: Number | None
+    basis: str
+
+
+class LeftOut(Block):
+    """A (model, task) left out of E, and why."""
+
+    model: str
+    task: str
+    reason: str
+
+
+class Timing(Block):
+    """The run's timing trials, their noise, and what was left out of E and why."""
+
+    trials_per_task: int
+    interleaved: bool
+    noise: TimingNoise
+    warning: str | None
+    failed_trials: int
+    undefined: dict[str, str]
+    left_out: list[LeftOut]
+    per_task: list[TaskTimingBlock]

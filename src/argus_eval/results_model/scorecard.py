@@ -1,0 +1,254 @@
+"""The scorecard's blocks of results.json: declared axes, per-model rows, scored cells, rankings, the gap
+and the head-to-head comparison."""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from argus_eval.results_model.base import Block, Interval, Json, ModelPair, Number
+from argus_eval.results_model.efficiency import EfficiencyBlock
+
+
+class AxisInfo(Block):
+    """One declared axis (scoring's axis registry), in display order: the reports show what is listed."""
+
+    name: str
+    label: str
+    description: str
+    radar: bool = False  # drawn on the radar chart of the base axes
+
+
+class AxisDetail(Block):
+    """What went into an axis; free-form per axis, except per_task, which readers use when present."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Json] = Field(init=False)
+
+    per_task: dict[str, Number | None] | None = None
+
+
+class Retention(Block):
+    """One perturbed cell of a model against its clean cell, paired on the same samples."""
+
+    task: str
+    dataset: str
+    condition: str
+    perturbation: str | None = None
+    severity: int | None = None
+    clean: Number | None
+    perturbed: Number | None
+    retention: Number | None
+    flip_rate: Number | None
+    intervals: dict[str, Interval]
+
+
+class ModelRow(Block):
+    """One model's scorecard row. Each declared axis is a key of its own (models.<name>.<axis>: its value,
+    null when undefined), beside raw values, reasons, details, intervals, retention and severity curves."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Number | None] = Field(init=False)
+
+    raw: dict[str, Number | None]
+    undefined: dict[str, str]
+    detail: dict[str, AxisDetail]
+    intervals: dict[str, Interval]
+    retention: list[Retention]
+    severity_curves: dict[str, dict[str, Number | None]]
+    efficiency: EfficiencyBlock | None
+
+    def value(self, axis: str) -> float | None:
+        """The axis's point value (None when undefined or not in this row)."""
+        return self.axis_values().get(axis)
+
+    def axis_values(self) -> dict[str, float | None]:
+        """Every axis key of the row and its value."""
+        return dict(self.__pydantic_extra__)
+
+    def interval(self, axis: str) -> tuple[float, float] | None:
+        """The axis's interval, when both the value and the interval are defined."""
+        iv = self.intervals.get(axis)
+        return None if iv is None or self.value(axis) is None else iv
+
+    def per_task(self, axis: str) -> dict[str, float | None] | None:
+        """detail.<axis>.per_task, when the axis reports one."""
+        d = self.detail.get(axis)
+        return None if d is None else d.per_task
+
+
+class ExtraScore(Block):
+    """A cell's further official score (e.g. VCR's QA->R) on the same paired resamples as its primary."""
+
+    score: Number | None
+    interval: Interval
+
+
+class CellKeyFields(Block):
+    """The (model, task, dataset, condition) of a cell; perturbation and severity for perturbed ones."""
+
+    model: str
+    task: str
+    dataset: str
+    condition: str
+    perturbation: str | None = None
+    severity: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.model, self.task, self.dataset, self.condition)
+
+
+class ScorecardCell(CellKeyFields):
+    """A cell's primary score on the sample ids common to its (task, dataset), with its interval."""
+
+    score: Number | None
+    n_samples: int
+    n_dropped: int
+    interval: Interval
+    chance: Number | None
+    extras: dict[str, ExtraScore] | None = None
+
+
+class BelowChance(CellKeyFields):
+    """A clean cell at or below its chance level (counted in P, left out of CDC)."""
+
+    score: Number | None
+    chance: Number | None
+
+
+class RankEntry(Block):
+    """One model's supported rank (ties share one), head-to-head win rate and the axis value."""
+
+    model: str
+    rank: int | None
+    win_rate: Number | None
+    value: Number | None
+
+
+Pairwise = dict[str, dict[str, dict[str, Number | None]]]
+"""axis -> A -> B -> a share (P(A beats B)) or a head-to-head score h(A, B)."""
+
+
+class Rankings(Block):
+    """Capability (P) and overall (ARGUS) rankings, and the bootstrap's pairwise shares."""
+
+    basis: str
+    capability: list[RankEntry]
+    overall: list[RankEntry]
+    pairwise: Pairwise | None
+
+    def ranks(self, which: str) -> dict[str, int | None]:
+        """model -> rank in "capability" or "overall"."""
+        entries = self.capability if which == "capability" else self.overall
+        return {r.model: r.rank for r in entries}
+
+
+class Gap(Block):
+    """The capability-reliability gap: the sentence, Kendall's tau and each model's rank shift."""
+
+    sentence: str | None
+    kendall_tau: Number | None
+    kendall_tau_interval: Interval
+    rank_shift: dict[str, int | None]
+
+
+class Claim(Block):
+    """A supported 'above above below' on an axis, with P(above beats below)."""
+
+    axis: str
+    above: str
+    below: str
+    p: Number | None
+
+
+class Tie(Block):
+    """A comparable pair the run cannot separate on an axis, and what would separate them."""
+
+    axis: str
+    models: ModelPair
+    p: Number | None
+    separate_by: str
+
+
+class NotComparable(Block):
+    """A pair with no shared cell."""
+
+    models: ModelPair
+    reason: str
+
+
+class ComparisonBlock(Block):
+    """The head-to-head comparison of every pair of models (docs/comparisons.md)."""
+
+    method: str
+    claim_confidence: Number
+    claims: list[Claim]
+    ties: list[Tie]
+    not_comparable: list[NotComparable]
+    head_to_head: Pairwise
+    win_rate: dict[str, dict[str, Number | None]]
+    shared_parts: dict[str, dict[str, dict[str, int]]]
+
+
+class BootstrapBlock(Block):
+    """How the intervals were made."""
+
+    resamples: int
+    seed: int
+    confidence: Number
+    notes: list[str]
+
+
+class ScoringOptionsEcho(Block):
+    """The scoring options the run used, as scoring recorded them; the fields readers use are typed."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Json] = Field(init=False)
+
+    weights: dict[str, Number]
+    claim_confidence: Number
+    confidence: Number
+    resamples: int
+    seed: int
+
+
+class ScorecardPart(Block):
+    """What scoring contributes to results.json: the declared axes, a row per model with a value for
+    each of them, the scored cells, rankings, the gap, the comparison and how the intervals were made."""
+
+    axes: list[AxisInfo]
+    models: dict[str, ModelRow]
+    rankings: Rankings
+    gap: Gap
+    comparison: ComparisonBlock
+    below_chance: list[BelowChance]
+    scorecard_cells: list[ScorecardCell]
+    bootstrap: BootstrapBlock | None
+    scoring_options: ScoringOptionsEcho
+
+    @model_validator(mode="after")
+    def _every_model_has_every_axis(self) -> ScorecardPart:
+        names = self.axis_names
+        for model, row in self.models.items():
+            have = row.axis_values()
+            wrong = [(a, "axis_missing", "Field required (a declared axis)") for a in names if a not in have]
+            wrong += [
+                (k, "axis_unknown", "Extra inputs are not permitted (not a field, not a declared axis)")
+                for k in have
+                if k not in names
+            ]
+            if wrong:
+                key, kind, what = wrong[0]
+                raise PydanticCustomError(kind, "models.{m}.{k}: {w}", {"m": model, "k": key, "w": what})
+        return self
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """The declared axes in display order."""
+        return tuple(a.name for a in self.axes)
+
+    @property
+    def radar_axes(self) -> tuple[str, ...]:
+        """The base axes drawn on the radar chart."""
+        return tuple(a.name for a in self.axes if a.radar)
