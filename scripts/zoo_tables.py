@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from argus_eval.zoo.catalog import read_manifest
+from argus_eval.zoo.measure import passes_zoo_rule
 from argus_eval.zoo.recipes import ORDER
 
 Row = dict[str, Any]
@@ -59,14 +60,6 @@ def _swap(r: Row) -> list[str]:
     return [_pct(s["score"]), f"{_pct(s['reliance'])} [{_pct(lo)}, {_pct(hi)}]"]
 
 
-def grounded(r: Row) -> bool:
-    """The zoo rule for a QA cell: accuracy above the blind baseline, and lower with swapped images
-    (the reliance interval above 0)."""
-    s = r["swap"]
-    blind = r["blind_baseline"]
-    return blind is not None and s is not None and r["score"] > blind and s["interval"][0] > 0
-
-
 def _reasoning(name: str, per: dict[str, Row]) -> list[str]:
     n = next(iter(per.values()))["samples"]
     return _table(
@@ -78,7 +71,7 @@ def _reasoning(name: str, per: dict[str, Row]) -> list[str]:
             _pct(r["blind_baseline"]),
             *_swap(r),
             _pct(r["chance"]),
-            "passes" if grounded(r) else "fails",
+            "passes" if passes_zoo_rule(r) else "fails",
         ],
     )
 

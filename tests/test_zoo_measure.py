@@ -18,7 +18,15 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from argus_eval.zoo import catalog
-from argus_eval.zoo.measure import CONFIG_FILE, Sizes, eval_config, remeasure, run_figures, zoo_tasks
+from argus_eval.zoo.measure import (
+    CONFIG_FILE,
+    Sizes,
+    eval_config,
+    passes_zoo_rule,
+    remeasure,
+    run_figures,
+    zoo_tasks,
+)
 
 TINY = Sizes(images=6, questions=12, train_images=8, domains=("studio",))
 
@@ -53,6 +61,23 @@ def test_eval_config_is_one_model_each_domain_and_the_swap_control() -> None:
     # 300 images x 10 questions: the first 1,000 questions and every image (a limit counts each kind).
     assert all(d["limit"] == 1000 and d["questions_per_image"] == 10 for d in cfg["datasets"])
     assert cfg["tasks"] == ["reasoning"] and cfg["perturbations"] == [{"control": "swap"}]
+
+
+@pytest.mark.parametrize(
+    ("score", "blind", "interval", "passes"),
+    [
+        (0.50, 0.40, [0.01, 0.10], True),
+        (0.50, 0.40, [-0.01, 0.10], False),  # the swap may not cost anything
+        (0.40, 0.40, [0.05, 0.10], False),  # no better than answering blind
+        (0.50, None, [0.05, 0.10], False),  # no blind baseline: the rule cannot be checked
+    ],
+)
+def test_zoo_rule_needs_both_the_blind_baseline_and_the_swap(
+    score: float, blind: float | None, interval: list[float], passes: bool
+) -> None:
+    row = {"score": score, "blind_baseline": blind, "swap": {"score": 0.4, "interval": interval}}
+    assert passes_zoo_rule(row) is passes
+    assert passes_zoo_rule({**row, "swap": None}) is False
 
 
 def _accuracy(rows: list[dict[str, Any]], condition: str) -> float:
@@ -106,4 +131,4 @@ def test_zoo_eval_figures_are_the_runs_and_an_argus_run_repeats_them(
     # figures, computed afresh in another folder.
     again = run(load_config(out / CONFIG_FILE), tmp_path / "again", quiet=True)
     assert again.samples_written == len(rows)
-    assert run_figures(again.results, "lxmert") == entry["eval"]["tasks"]
+    assert run_figures(again.typed_results, "lxmert") == entry["eval"]["tasks"]

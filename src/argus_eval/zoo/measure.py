@@ -19,6 +19,9 @@ from typing import Any
 import yaml
 
 from argus_eval.errors import CapabilityError, CheckpointError
+from argus_eval.results_model import Results
+from argus_eval.results_model.cells import CellSummary
+from argus_eval.results_model.reliance import Control
 from argus_eval.zoo.catalog import read_manifest, write_entry
 
 Log = Callable[[str], None]
@@ -99,52 +102,57 @@ def eval_config(name: str, entry: Mapping[str, Any], sizes: Sizes = Sizes()) -> 
     }
 
 
-def _r(x: Any) -> float | None:
+def _r(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
 
 
-def _control(c: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if c is None or "skipped" in c:
+def _control(c: Control | None) -> dict[str, Any] | None:
+    if c is None or c.skipped is not None or c.interval is None:
         return None
     return {
-        "score": _r(c["score"]),
-        "reliance": _r(c["reliance"]),
-        "interval": [_r(x) for x in c["interval"]],
-        "same_prediction": _r(c["same_prediction"]),
+        "score": _r(c.score),
+        "reliance": _r(c.reliance),
+        "interval": [_r(x) for x in c.interval],
+        "same_prediction": _r(c.same_prediction),
     }
 
 
-def _by_type(cell: Mapping[str, Any] | None) -> dict[str, float]:
-    by = ((cell or {}).get("breakdown") or {}).get("accuracy_by") or {}
-    return {t: round(float(v), 4) for t, v in sorted((by.get("answer_function") or {}).items())}
+def _metrics(cell: CellSummary) -> dict[str, float | None]:
+    return {k: _r(v) for k, v in sorted(cell.scalar_metrics().items())}
 
 
-def run_figures(results: Mapping[str, Any], model: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """task -> dataset -> the figures of one model in a run's results.json: primary score, chance, every
+def _by_type(cell: CellSummary | None) -> dict[str, float]:
+    """Accuracy per question type (the reasoning task's breakdown by CLEVR answer function), if any."""
+    by = (cell.breakdown or {}).get("accuracy_by") if cell is not None else None
+    types = by.get("answer_function") if isinstance(by, dict) else None
+    return {str(t): round(float(v), 4) for t, v in sorted(types.items())} if isinstance(types, dict) else {}
+
+
+def run_figures(results: Results, model: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """task -> dataset -> the figures of one model in a run's results: primary score, chance, every
     metric, the blind baseline, and the swap control (score and metrics with each image swapped for
     another, reliance = clean - swapped with its interval, share of predictions unchanged), with accuracy
-    per question type (clean and swapped) where the task breaks it down. The one place that reads
-    results.json's layout for the zoo."""
-    cells = {(c["task"], c["dataset"], c["condition"]): c for c in results["cells"] if c["model"] == model}
-    reliance = {(e["task"], e["dataset"]): e for e in results["reliance"]["models"].get(model, [])}
+    per question type (clean and swapped) where the task breaks it down."""
+    cells = {(c.task, c.dataset, c.condition): c for c in results.cells if c.model == model}
+    reliance = {(e.task, e.dataset): e for e in results.reliance.models.get(model, [])}
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for (task, dataset, condition), cell in sorted(cells.items()):
         if condition != "clean":
             continue
-        controls = reliance.get((task, dataset), {}).get("controls", {})
-        blind = (cell.get("breakdown") or {}).get("blind_baseline") or {}  # tasks without one: absent
+        entry = reliance.get((task, dataset))
+        blind = entry.blind_baseline if entry is not None else None
         row: dict[str, Any] = {
-            "score": _r(cell["primary"]),
-            "chance": _r(cell.get("chance")),
-            "samples": cell["scored"],
-            "protocol": cell["protocol"],
-            "metrics": {k: _r(v) for k, v in sorted(cell["metrics"].items())},
-            "blind_baseline": _r(blind.get("score")),
-            "swap": _control(controls.get("swap")),
+            "score": _r(cell.primary),
+            "chance": _r(cell.chance),
+            "samples": cell.scored,
+            "protocol": cell.protocol,
+            "metrics": _metrics(cell),
+            "blind_baseline": _r(blind.score) if blind is not None else None,
+            "swap": _control(entry.controls.get("swap") if entry is not None else None),
         }
         swap_cell = cells.get((task, dataset, "control:swap@1"))
         if swap_cell is not None and row["swap"] is not None:
-            row["swap"]["metrics"] = {k: _r(v) for k, v in sorted(swap_cell["metrics"].items())}
+            row["swap"]["metrics"] = _metrics(swap_cell)
         if _by_type(cell):
             row["by_question_type"] = {
                 t: {"accuracy": acc, "swapped": _by_type(swap_cell).get(t)}
@@ -152,6 +160,14 @@ def run_figures(results: Mapping[str, Any], model: str) -> dict[str, dict[str, d
             }
         out.setdefault(task, {})[dataset] = row
     return out
+
+
+def passes_zoo_rule(row: Mapping[str, Any]) -> bool:
+    """The zoo's rule for a QA figure (one row of run_figures): a model counts as answering from the
+    image only if its accuracy is above the blind baseline and falls when each image is swapped for
+    another (the reliance interval lies above 0)."""
+    swap, blind = row["swap"], row["blind_baseline"]
+    return blind is not None and swap is not None and row["score"] > blind and swap["interval"][0] > 0
 
 
 def measure(name: str, out_dir: Path, log: Log = print, sizes: Sizes = Sizes()) -> dict[str, Any]:
@@ -178,7 +194,7 @@ def measure(name: str, out_dir: Path, log: Log = print, sizes: Sizes = Sizes()) 
         "measured_by": f"argus zoo eval: an `argus run` of {CONFIG_FILE} (written beside its results)",
         "config": config,
         "seconds": round(time.perf_counter() - t0, 1),
-        "tasks": run_figures(outcome.results, name),
+        "tasks": run_figures(outcome.typed_results, name),
     }
 
 
