@@ -125,18 +125,24 @@ def _pct(x: float | None) -> str:
 
 
 def _print_figures(name: str, evaluation: dict[str, Any], console: Console) -> None:
-    """One line per (task, dataset): score, chance, blind baseline, swapped-image score and reliance (%)."""
+    """One line per (task, dataset), in %: score and chance, then the blind baseline and the swapped-image
+    score with the reliance (clean - swapped) and its 95 % interval where the task has them."""
     for task, per in evaluation["tasks"].items():
         for dataset, r in per.items():
-            swap = r["swap"] or {}
-            interval = swap.get("interval") or [None, None]
+            parts = [f"score {_pct(r['score'])}", f"chance {_pct(r['chance'])}"]
+            if r["blind_baseline"] is not None:
+                parts.append(f"blind {_pct(r['blind_baseline'])}")
+            if r["swap"] is not None:
+                lo, hi = r["swap"]["interval"]
+                parts.append(
+                    f"swapped image {_pct(r['swap']['score'])}  "
+                    f"reliance {_pct(r['swap']['reliance'])} [{_pct(lo)}, {_pct(hi)}]"
+                )
             console.print(
-                f"zoo:{name} {task}/{dataset}: score {_pct(r['score'])}  chance {_pct(r['chance'])}  "
-                f"blind {_pct(r['blind_baseline'])}  swapped image {_pct(swap.get('score'))}  "
-                f"reliance {_pct(swap.get('reliance'))} [{_pct(interval[0])}, {_pct(interval[1])}]  "
-                f"(n={r['samples']})",
+                f"zoo:{name} {task}/{dataset}: " + "  ".join(parts) + f"  (n={r['samples']})",
                 highlight=False,
                 markup=False,
+                soft_wrap=True,
             )
 
 
