@@ -229,9 +229,20 @@ def score_captions(
 @app.command()
 def profile(
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Model spec: hf:ID_OR_DIR, zoo:NAME, a preset.")
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model spec (hf:ID_OR_DIR, zoo:NAME, a preset) or the name of a model of the config.",
+        ),
     ],
-    task: Annotated[str, typer.Option("--task", help="Task whose protocol is profiled.")] = "retrieval",
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Task to profile (default: retrieval; a composite model: each of its tasks).",
+        ),
+    ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="Take datasets from this config.")
     ] = None,

@@ -24,6 +24,18 @@ def list_models(console: Console, as_json: bool) -> None:
     for r in rows:
         table.add_row(r["name"], r["spec"], r["family"], ", ".join(r["capabilities"]), r.get("note") or "")
     console.print(table)
+    console.print(COMPOSITE_NOTE, markup=False, highlight=False)
+
+
+# How a run config names one model over task-specific checkpoints (docs/models.md has the details).
+COMPOSITE_NOTE = (
+    "A composite model is one row over task-specific checkpoints: give `tasks:` instead of `spec:` in a "
+    "run config's model entry, mapping each task to the checkpoint serving it natively, e.g.\n"
+    "  - name: BLIP\n"
+    "    tasks: {retrieval: blip-itm-large-coco, captioning: blip-caption-base, reasoning: blip-vqa-base}\n"
+    "Settings beside `tasks` (device, dtype, batch_size, ...) are shared; a task's entry "
+    "({spec: ..., batch_size: 8}) overrides them. Each cell records its checkpoint; see docs/models.md."
+)
 
 
 def list_formats(console: Console, as_json: bool) -> None:

@@ -1,10 +1,22 @@
-"""The one description of a model a run config gives: what to load, where, and how."""
+"""The one description of a model a run config gives: what to load, where, and how.
+
+A model is one checkpoint (``spec``) or, as in the paper's BLIP, one name over task-specific
+checkpoints (``tasks``: task name -> checkpoint). Either way it is one row of the scorecard; the runner
+asks ``for_task`` which single checkpoint serves each task.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from argus_eval.errors import ConfigError
@@ -13,19 +25,54 @@ from argus_eval.models.options import check_options
 Device = Literal["cpu", "cuda", "auto"]
 DType = Literal["float32", "bfloat16", "float16", "auto"]
 
+# The settings a task's checkpoint inherits from its model unless it gives its own.
+SHARED_SETTINGS = ("device", "dtype", "batch_size", "trust_remote_code", "revision", "max_new_tokens")
+
+
+class TaskCheckpoint(BaseModel):
+    """The checkpoint one task of a composite model runs on; unset settings are the model's.
+
+    A bare string is the spec alone (``captioning: blip-caption-base``). ``options`` are merged over the
+    model's options, key by key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec: str = Field(min_length=1)
+    device: Device | None = None
+    dtype: DType | None = None
+    batch_size: int | None = Field(default=None, ge=1)
+    trust_remote_code: bool | None = None
+    revision: str | None = None
+    max_new_tokens: int | None = Field(default=None, ge=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_spec(cls, data: Any) -> Any:
+        return {"spec": data} if isinstance(data, str) else data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # only what the entry sets: the rest is the model's (and dumps validate again as they are)
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None and v != {}}
+
 
 class ModelConfig(BaseModel):
     """A model entry of a run config.
 
     ``spec`` is ``hf:ID_OR_DIR``, ``api:URL#MODEL``, ``zoo:NAME`` or a preset name (``argus models``).
-    ``options`` holds adapter-specific settings (e.g. ``region_features`` for LXMERT,
+    ``tasks`` instead of ``spec`` maps task names to checkpoints (a composite model: one row, a
+    checkpoint per task); the settings here are shared by every task's checkpoint unless it overrides
+    them. ``options`` holds adapter-specific settings (e.g. ``region_features`` for LXMERT,
     ``concurrency``/``timeout_s``/``max_retries``/``api_key_env`` for the API adapter).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    spec: str
+    spec: str = ""
+    tasks: dict[str, TaskCheckpoint] | None = None
     device: Device = "auto"
     dtype: DType = "float32"
     batch_size: int = Field(default=32, ge=1)
@@ -35,9 +82,74 @@ class ModelConfig(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _known_options(self) -> ModelConfig:
-        try:
-            check_options(self.name, self.spec, self.options)
-        except ConfigError as e:  # as a validation error, so the config loader names file and key
-            raise PydanticCustomError("unknown_option", str(e)) from None
+    def _one_source(self) -> ModelConfig:
+        if self.tasks is None:
+            if not self.spec:
+                raise PydanticCustomError(
+                    "no_spec",
+                    f"model {self.name!r}: give spec (one checkpoint for every task) or tasks "
+                    "(a checkpoint per task, e.g. retrieval: blip-itm-large-coco under tasks)",
+                )
+            self._check_options(self.spec, self.options, "")
+            return self
+        mapped = ", ".join(self.tasks) or "none"
+        if self.spec:
+            raise PydanticCustomError(
+                "spec_and_tasks",
+                f"model {self.name!r}: spec {self.spec!r} and tasks ({mapped}) are both given; give spec "
+                "for one checkpoint serving every task, or tasks for a checkpoint per task, not both",
+            )
+        if not self.tasks:
+            raise PydanticCustomError(
+                "no_tasks",
+                f"model {self.name!r}: tasks is empty; map each task to the checkpoint serving it "
+                "(e.g. retrieval: blip-itm-large-coco) or give spec instead",
+            )
+        for task, entry in self.tasks.items():
+            self._check_options(entry.spec, {**self.options, **entry.options}, f" (task {task!r})")
         return self
+
+    def _check_options(self, spec: str, options: dict[str, Any], where: str) -> None:
+        try:
+            check_options(self.name, spec, options)
+        except ConfigError as e:  # as a validation error, so the config loader names file and key
+            raise PydanticCustomError("unknown_option", f"{e}{where}") from None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The unused one of spec/tasks is left out, so a single-spec entry dumps as it always has
+        # (manifests stay byte-identical) and a dump validates again.
+        data: dict[str, Any] = handler(self)
+        data.pop("tasks" if self.tasks is None else "spec", None)
+        return data
+
+    @property
+    def composite(self) -> bool:
+        """Whether this model maps tasks to checkpoints (else one spec serves every task)."""
+        return self.tasks is not None
+
+    def for_task(self, task: str) -> ModelConfig | None:
+        """The single-checkpoint config that serves task, under this model's name: the model itself when
+        it has one spec; for a composite, the task's checkpoint with the model's settings under its own
+        overrides; None when a composite maps no checkpoint to task."""
+        if self.tasks is None:
+            return self
+        entry = self.tasks.get(task)
+        if entry is None:
+            return None
+        shared = {k: getattr(self, k) for k in SHARED_SETTINGS}
+        own = {k: getattr(entry, k) for k in SHARED_SETTINGS if getattr(entry, k) is not None}
+        return ModelConfig(
+            name=self.name, spec=entry.spec, **shared | own, options={**self.options, **entry.options}
+        )
+
+    def checkpoints(self) -> dict[str, ModelConfig]:
+        """task -> the single-checkpoint config serving it, for a composite; empty for a single spec."""
+        if self.tasks is None:
+            return {}
+        return {task: cfg for task in self.tasks if (cfg := self.for_task(task)) is not None}
+
+    def load_key(self) -> str:
+        """What identifies one loaded model: name and every setting (two checkpoints of a composite,
+        or one checkpoint under two dtypes, are two models)."""
+        return self.model_dump_json()

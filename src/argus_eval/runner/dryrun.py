@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from argus_eval.errors import ArgusError
 from argus_eval.models.loading import _split, load_model
 from argus_eval.models.presets import PRESETS
 from argus_eval.models.protocols import ModelInfo
+from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.baselines import baseline_rows
 from argus_eval.runner.config import RunSpec
@@ -43,6 +45,16 @@ def model_calls(cell: Cell) -> int:
     return int(count(cell.protocol, cell.samples)) if callable(count) else len(cell.samples)
 
 
+def _tasks_of(checkpoint: ModelConfig, models: Sequence[ModelConfig]) -> dict[str, str]:
+    """{"task": ...} naming the tasks a composite model maps to this checkpoint; {} for a single spec."""
+    key = checkpoint.load_key()
+    for row in models:
+        served = [t for t, c in row.checkpoints().items() if c.load_key() == key]
+        if served:
+            return {"task": ", ".join(served)}
+    return {}
+
+
 def describe_plan(
     cfg: RunSpec,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
@@ -51,16 +63,20 @@ def describe_plan(
     datasets = load_datasets(cfg)
     tasks = make_tasks(cfg.tasks)
     conditions = list(cfg.conditions)
-    infos: dict[str, ModelInfo] = {}
+    infos: dict[str, ModelInfo | None] = {}  # ModelConfig.load_key -> declared info (None: unusable)
     skipped: list[dict[str, str]] = []
-    usable: list[ModelConfig] = []
-    for m in cfg.models:
-        try:
-            infos[m.name] = _declared_info(m)
-            usable.append(m)
-        except ArgusError as e:
-            skipped.append({"model": m.name, "reason": str(e)})
-    plan = build_plan(usable, ["-"] * len(usable), lambda m: infos[m.name], tasks, datasets, conditions)
+
+    def info(m: ModelConfig) -> ModelInfo | None:
+        key = m.load_key()
+        if key not in infos:
+            try:
+                infos[key] = _declared_info(m)
+            except ArgusError as e:  # named once; a composite's other checkpoints still plan
+                infos[key] = None
+                skipped.append({"model": m.name, **_tasks_of(m, cfg.models), "reason": str(e)})
+        return infos[key]
+
+    plan = build_plan(cfg.models, lambda m: "-", info, tasks, datasets, conditions)
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in plan.cells:
         key = (c.model.name, c.task.name, c.dataset.name)
@@ -69,6 +85,7 @@ def describe_plan(
             {
                 "model": key[0],
                 "task": key[1],
+                "checkpoint": redact_text(c.model.spec),
                 "dataset": key[2],
                 "conditions": 0,
                 "samples": len(c.samples),

@@ -52,7 +52,10 @@ class ExecStats:
 
 
 class ModelPool:
-    """Loads each model at most once per run, and only when it has work to do."""
+    """Loads each model at most once per run, and only when it has work to do.
+
+    Keyed by the checkpoint config (ModelConfig.load_key), not the row name: a composite model's
+    checkpoints are separate models, each loaded when its task needs it and released after."""
 
     def __init__(self, loader: ModelLoader) -> None:
         self._loader = loader
@@ -66,12 +69,16 @@ class ModelPool:
         return self._loader
 
     def get(self, cfg: ModelConfig) -> Model:
-        if cfg.name not in self._models:
-            self._models[cfg.name] = self._loader(cfg)
-        return self._models[cfg.name]
+        key = cfg.load_key()
+        if key not in self._models:
+            self._models[key] = self._loader(cfg)
+        return self._models[key]
 
-    def release(self, name: str) -> None:
-        m = self._models.pop(name, None)
+    def release(self, cfg: ModelConfig) -> None:
+        self._release(cfg.load_key())
+
+    def _release(self, key: str) -> None:
+        m = self._models.pop(key, None)
         if m is not None:
             self.closed_calls += m.forward_calls
             self.closed_cut += _answers_cut(m)
@@ -86,12 +93,10 @@ class ModelPool:
         """Answers cut to their model's length cap (adapters that cap count them)."""
         return self.closed_cut + sum(_answers_cut(m) for m in self._models.values())
 
-    def loaded(self) -> list[str]:
-        return list(self._models)
-
     def close(self) -> None:
-        for name in list(self._models):
-            self.release(name)
+        """Release every loaded model (the pool stays usable: a later get loads again)."""
+        for key in list(self._models):
+            self._release(key)
 
 
 def _answers_cut(model: Model) -> int:
@@ -212,7 +217,7 @@ def execute(
                 todo.append((cell, pos, {i for i in pos if i in missing}))
     left_out: set[str] = set()  # cells whose inputs the task cannot use: named in plan.skipped
     total = sum(len(w) for _, _, w in todo)
-    last_use = {c.model.name: k for k, (c, _, _) in enumerate(todo)}
+    last_use = {c.model.load_key(): k for k, (c, _, _) in enumerate(todo)}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -246,11 +251,11 @@ def execute(
             stats.records_written += len(records)
             stats.failed += len(failed)
             progress.advance(bar, len(wanted))
-            if last_use[cell.model.name] == k:
+            if last_use[cell.model.load_key()] == k:
                 stats.models_loaded.append(cell.model.name)
                 if on_model_done is not None:
                     on_model_done(cell.model, model)
-                pool.release(cell.model.name)
+                pool.release(cell.model)
     stats.forward_calls = pool.forward_calls
     stats.answers_cut = pool.answers_cut
     return stats

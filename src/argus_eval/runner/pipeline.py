@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -72,10 +72,32 @@ def plan_run(cfg: RunSpec, store: Store, pool: ModelPool) -> Plan:
     datasets = load_datasets(cfg)
     tasks = make_tasks(cfg.tasks)
     conditions = list(cfg.conditions)
-    fps = [model_fingerprint(m) for m in cfg.models]
+    fps: dict[str, str] = {}  # ModelConfig.load_key -> fingerprint, each checkpoint hashed once
+
+    def fingerprint(m: ModelConfig) -> str:
+        key = m.load_key()
+        if key not in fps:
+            fps[key] = model_fingerprint(m)
+        return fps[key]
+
     infos = model_infos(store, pool)
-    fp_of = dict(zip([m.name for m in cfg.models], fps, strict=True))
-    return build_plan(cfg.models, fps, lambda m: infos(m, fp_of[m.name]), tasks, datasets, conditions)
+    return build_plan(
+        cfg.models, fingerprint, lambda m: infos(m, fingerprint(m)), tasks, datasets, conditions
+    )
+
+
+def models_manifest(models: Sequence[ModelConfig], plan: Plan) -> dict[str, Any]:
+    """The manifest's models: spec and fingerprint of each model that ran; for a composite, of the
+    checkpoint serving each of its tasks."""
+    out: dict[str, Any] = {}
+    composite = {m.name for m in models if m.composite}
+    for c in plan.cells:
+        entry = {"spec": redact_text(c.model.spec), "fingerprint": c.model_fp}
+        if c.model.name in composite:
+            out.setdefault(c.model.name, {"tasks": {}})["tasks"][c.task.name] = entry
+        else:
+            out[c.model.name] = entry
+    return out
 
 
 def require_cells(plan: Plan) -> None:
@@ -131,9 +153,7 @@ def run(
         "versions": package_versions(),
         "git": git_revision(),
         "hardware": hardware(),
-        "models": {
-            c.model.name: {"spec": redact_text(c.model.spec), "fingerprint": c.model_fp} for c in plan.cells
-        },
+        "models": models_manifest(cfg.models, plan),
         "datasets": {
             c.dataset.name: {"fingerprint": c.dataset.fingerprint, "skipped_records": len(c.dataset.skipped)}
             for c in plan.cells

@@ -6,16 +6,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import CapabilityError
+from argus_eval.errors import CapabilityError, ConfigError
 from argus_eval.models.protocols import ModelInfo
+from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
-from argus_eval.tasks.base import ProtocolChoice, Task
+from argus_eval.tasks.base import TASKS, ProtocolChoice, Task
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One unit of work and of scoring. key is the cache key prefix of every record in it."""
+    """One unit of work and of scoring. key is the cache key prefix of every record in it.
+
+    model is the single checkpoint serving the cell (a composite model's checkpoint for this task),
+    under the row's name; model_fp is that checkpoint's fingerprint."""
 
     model: ModelConfig
     model_fp: str
@@ -30,6 +34,7 @@ class Cell:
         return {
             "model": self.model.name,
             "model_fingerprint": self.model_fp,
+            "checkpoint": redact_text(self.model.spec),
             "task": self.task.name,
             "dataset": self.dataset.name,
             "dataset_fingerprint": self.dataset.fingerprint,
@@ -71,24 +76,77 @@ def cell_key(
     return fingerprint_of(model_fp, task.name, dataset.fingerprint, condition.id, task.request_hash(protocol))
 
 
+def check_task_keys(models: Sequence[ModelConfig]) -> None:
+    """ConfigError naming the model when a composite maps a name that is not a registered task."""
+    for m in models:
+        for task, entry in (m.tasks or {}).items():
+            if task not in TASKS:
+                raise ConfigError(
+                    f"model {m.name!r}: tasks.{task} ({redact_text(entry.spec)}): {task!r} is not a task; "
+                    f"map one of {', '.join(TASKS.names())}"
+                )
+
+
+def serving_protocol(row: ModelConfig, model: ModelConfig, task: Task, info: ModelInfo) -> ProtocolChoice:
+    """The protocol by which model (row's checkpoint for task) answers task.
+
+    A single-spec model may stand in through a substitute (CapabilityError when none fits: the pair is
+    left out). A composite names its checkpoint for the task on purpose, so a checkpoint that serves it
+    only through a substitute, or not at all, is a mistake in the config: CapabilityError naming the
+    model, the task and what the checkpoint offers."""
+    if not row.composite:
+        return task.choose_protocol(info)
+    offers = ", ".join(sorted(info.capabilities)) or "nothing"
+    spec = redact_text(model.spec)
+    where = f"model {row.name!r}: task {task.name!r} is mapped to {spec!r}, which offers {offers}"
+    try:
+        protocol = task.choose_protocol(info)
+    except CapabilityError as e:
+        raise CapabilityError(
+            f"{where} and cannot serve it ({e}); map {task.name} to a checkpoint that can"
+        ) from None
+    if not protocol.native:
+        raise CapabilityError(
+            f"{where}: it would serve {task.name} only through the substitute {protocol.name!r}; "
+            f"map {task.name} to a checkpoint that serves it natively, or leave it unmapped"
+        )
+    return protocol
+
+
 def build_plan(
     models: Sequence[ModelConfig],
-    fingerprints: Sequence[str],
-    infos: Callable[[ModelConfig], ModelInfo],
+    fingerprint: Callable[[ModelConfig], str],
+    infos: Callable[[ModelConfig], ModelInfo | None],
     tasks: Sequence[Task],
     datasets: Sequence[Dataset],
     conditions: Sequence[Condition],
 ) -> Plan:
-    """Expand models x tasks x datasets x conditions; pairs no protocol can serve are named, not run."""
+    """Expand models x tasks x datasets x conditions; pairs no protocol can serve are named, not run.
+
+    Each (model, task) runs on the checkpoint the model resolves for it (ModelConfig.for_task);
+    fingerprint and infos are asked about that checkpoint (infos None: its caller already named why the
+    checkpoint is unavailable, and the pair is left out)."""
+    check_task_keys(models)
     plan = Plan(cells=[])
-    for model, fp in zip(models, fingerprints, strict=True):
-        info = infos(model)
+    for row in models:
         for task in tasks:
-            try:
-                protocol = task.choose_protocol(info)
-            except CapabilityError as e:
-                plan.skipped.append({"model": model.name, "task": task.name, "reason": str(e)})
+            model = row.for_task(task.name)
+            if model is None:
+                mapped = ", ".join(row.tasks or {})
+                reason = f"model {row.name!r} maps no checkpoint to {task.name} (it maps {mapped})"
+                plan.skipped.append({"model": row.name, "task": task.name, "reason": reason})
                 continue
+            info = infos(model)
+            if info is None:
+                continue
+            try:
+                protocol = serving_protocol(row, model, task, info)
+            except CapabilityError as e:
+                if row.composite:
+                    raise
+                plan.skipped.append({"model": row.name, "task": task.name, "reason": str(e)})
+                continue
+            fp = fingerprint(model)
             for ds in datasets:
                 samples = task.select(ds)
                 if not samples:

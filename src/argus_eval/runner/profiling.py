@@ -226,12 +226,14 @@ def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Pr
     out = Profiles()
     cells = timing_cells(plan)
     units: dict[tuple[str, str], _Unit] = {}
-    models: dict[str, Model] = {}
+    # (model, task) -> the loaded checkpoint that ran the task: a composite model is timed per task on
+    # the checkpoint serving it (the pool loads each checkpoint once)
+    models: dict[tuple[str, str], Model] = {}
     for c in cells:
         if c.model.name in out.undefined:
             continue
         try:
-            model = models.get(c.model.name) or pool.get(c.model)
+            model = pool.get(c.model)
         except (ArgusError, RuntimeError, OSError) as exc:
             out.undefined[c.model.name] = f"could not load the model to time it ({exc})"
             continue
@@ -240,13 +242,13 @@ def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Pr
                 "served model: timings and memory would describe this client and the network, not the model"
             )
             continue
-        models[c.model.name] = model
+        models[(c.model.name, c.task.name)] = model
         units[(c.model.name, c.task.name)] = _Unit(c, cfg, store)
     for i in range(cfg.efficiency.trials):  # interleaved: every unit's trial i before any trial i + 1
         for unit_key, unit in units.items():
             if i not in unit.trials and unit_key not in out.left_out:
                 try:
-                    unit.trial(i, models[unit_key[0]])
+                    unit.trial(i, models[unit_key])
                 except SampleError as exc:
                     out.left_out[unit_key] = str(exc)
     by_model: dict[str, list[TaskTiming]] = {}
@@ -257,11 +259,11 @@ def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Pr
             out.left_out.setdefault((name, task), f"all {cfg.efficiency.trials} timing trials failed")
             continue
         try:
-            static = unit.static(models[name])
+            static = unit.static(models[(name, task)])
         except (ArgusError, RuntimeError, ValueError, OSError) as exc:
             out.left_out[(name, task)] = f"memory/FLOPs could not be measured ({exc})"
             continue
-        timing = unit.timing(static, models[name].info.params)
+        timing = unit.timing(static, models[(name, task)].info.params)
         out.timings[(name, task)] = timing
         by_model.setdefault(name, []).append(timing)
     for m in cfg.models:

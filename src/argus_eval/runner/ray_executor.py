@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from argus_eval.errors import ArgusError, ConfigError, ExecutorError, StrictModeError
 from argus_eval.models.protocols import Model
+from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.local import ExecStats, ModelLoader, ModelPool, batches, swap_partners
 from argus_eval.runner.plan import Cell, Plan
@@ -79,7 +80,8 @@ def plan_shards(
 
 @dataclass
 class _ModelRun:
-    """The actors of one model and the shards still to give them."""
+    """The actors of one model (one checkpoint: a composite model has one run per checkpoint) and the
+    shards still to give them."""
 
     cfg: ModelConfig
     queue: deque[Shard]
@@ -105,6 +107,7 @@ class _Driver:
         self.store, self.run_seed, self.strict = store, run_seed, strict
         self.worker_cls = ray.remote(ModelWorker)
         self.token = secrets.token_hex(4)
+        self.started = 0
         self.cell_refs: dict[str, Any] = {}
         self.left_out: list[tuple[Cell, str]] = []  # cells a worker found it cannot run, and why
         self.inflight: dict[Any, tuple[_ModelRun, int, Shard]] = {}
@@ -113,7 +116,7 @@ class _Driver:
     def run(self, shards: list[Shard], advance: Callable[[Shard, int], None]) -> ExecStats:
         waiting: dict[str, _ModelRun] = {}
         for s in shards:
-            waiting.setdefault(s.cell.model.name, _ModelRun(s.cell.model, deque())).queue.append(s)
+            waiting.setdefault(s.cell.model.load_key(), _ModelRun(s.cell.model, deque())).queue.append(s)
         active: list[_ModelRun] = []
         try:
             while waiting or active:
@@ -137,11 +140,12 @@ class _Driver:
         return self.stats
 
     def _start(self, m: _ModelRun) -> _ModelRun:
-        req = self.requests[m.cfg.name]
+        req = self.requests[m.cfg.load_key()]
+        self.started += 1  # in the actor's name: a composite model's checkpoints run as separate actors
         for i in range(req.workers):
             actor = self.worker_cls.options(
                 **req.actor_options(),
-                name=f"argus-eval:{self.token}:{m.cfg.name}:{i}",
+                name=f"argus-eval:{self.token}:{self.started}:{m.cfg.name}:{i}",
                 max_restarts=self.opts.max_restarts,
                 max_task_retries=self.opts.max_task_retries,
             ).remote(m.cfg, self.loader)
@@ -216,8 +220,15 @@ class _Driver:
 
 
 def _requests(ray: Any, opts: RayOptions, models: list[ModelConfig]) -> dict[str, ResourceRequest]:
+    """ModelConfig.load_key -> the resource request of that checkpoint's actors."""
     has_gpu = ray.cluster_resources().get("GPU", 0) > 0
-    return {m.name: request_for(opts, m, has_gpu) for m in models}
+    return {m.load_key(): request_for(opts, m, has_gpu) for m in models}
+
+
+def _label(m: ModelConfig, models: list[ModelConfig]) -> str:
+    """How errors name a checkpoint's actors: the model's name, plus the spec when it has several."""
+    several = sum(o.name == m.name for o in models) > 1
+    return f"{m.name} ({redact_text(m.spec)})" if several else m.name
 
 
 def ray_executor(
@@ -240,13 +251,12 @@ def ray_executor(
     shards = plan_shards(plan, store, opts.shard_size, run_seed, counted)
     if not shards:
         return counted  # a fully cached rerun starts no cluster
-    for name in pool.loaded():
-        pool.release(name)  # planning may have loaded models here; workers load their own
-    models = list({s.cell.model.name: s.cell.model for s in shards}.values())
+    pool.close()  # planning may have loaded models here; workers load their own
+    models = list({s.cell.model.load_key(): s.cell.model for s in shards}.values())
     total = sum(s.size for s in shards)
     with connected(opts, quiet) as ray:
         requests = _requests(ray, opts, models)
-        check_resources(ray, requests)
+        check_resources(ray, {_label(m, models): requests[m.load_key()] for m in models})
         check_versions(ray, opts.startup_timeout_s)
         with Progress(
             TextColumn("{task.description}"),

@@ -16,7 +16,8 @@ from argus_eval.models.spec import ModelConfig
 
 
 class ModelResources(BaseModel):
-    """Per-model overrides of the default worker count and resource requests."""
+    """Per-model overrides of the default worker count and resource requests (for a composite model,
+    of each of its checkpoints' actors)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

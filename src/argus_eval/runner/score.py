@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argus_eval.models.secrets import redact_text
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.store import Store
 from argus_eval.scoring.types import CellData, CellKey
@@ -66,6 +67,9 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
     c = s.cell
     base: dict[str, Any] = {
         "model": c.model.name,
+        # which checkpoint served the cell (a composite model has one per task), as the manifest names it
+        "checkpoint": redact_text(c.model.spec),
+        "model_fingerprint": c.model_fp,
         "task": c.task.name,
         "dataset": c.dataset.name,
         "condition": c.condition.id,
