@@ -18,6 +18,7 @@ from argus_eval.report.csv_export import cells_csv, scorecard_csv
 from argus_eval.report.fmt import signed
 from argus_eval.report.html import HtmlOptions, render_html, script_json
 from argus_eval.report.markdown import render_summary
+from argus_eval.results_model import results_from_data as typed
 from report_fixtures import HOSTILE_MODEL, HOSTILE_PREDICTION, append_bulk_samples, make_run
 
 
@@ -30,7 +31,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def results(run: Path) -> dict[str, Any]:
-    data: dict[str, Any] = read_results(run)
+    """results.json as plain JSON (the renderers take it loaded: typed(...))."""
+    data: dict[str, Any] = json.loads((run / "results.json").read_text(encoding="utf-8"))
     return data
 
 
@@ -73,16 +75,16 @@ def test_summary_has_every_table(run: Path, results: dict[str, Any]) -> None:
 
 
 def test_summary_escapes_names_for_markdown(results: dict[str, Any]) -> None:
-    md = render_summary(results)
+    md = render_summary(typed(results))
     assert HOSTILE_MODEL not in md
     assert "evil&lt;img src=x onerror=" in md
     weird = json.loads(json.dumps(results))
     weird["models"]["a|b"] = weird["models"].pop("clip-tiny")
-    assert "| a\\|b |" in render_summary(weird)
+    assert "| a\\|b |" in render_summary(typed(weird))
 
 
 def test_scorecard_csv(results: dict[str, Any]) -> None:
-    rows = list(csv.DictReader(io.StringIO(scorecard_csv(results))))
+    rows = list(csv.DictReader(io.StringIO(scorecard_csv(typed(results)))))
     assert [r["model"] for r in rows] == list(results["models"])
     q = next(r for r in rows if r["model"] == "qwen-mock")
     m = results["models"]["qwen-mock"]
@@ -98,14 +100,14 @@ def m_reason(results: dict[str, Any], model: str, axis: str) -> str:
 
 
 def test_cells_csv_and_formula_guard(results: dict[str, Any]) -> None:
-    rows = list(csv.DictReader(io.StringIO(cells_csv(results))))
+    rows = list(csv.DictReader(io.StringIO(cells_csv(typed(results)))))
     assert len(rows) == len(results["cells"])
     first = results["cells"][0]
     assert float(rows[0]["primary"]) == pytest.approx(first["primary"])
     assert "metric:score" in rows[0]
     hostile = json.loads(json.dumps(results))
     hostile["cells"][0]["model"] = "=HYPERLINK(1)"
-    assert next(csv.DictReader(io.StringIO(cells_csv(hostile))))["model"] == "'=HYPERLINK(1)"
+    assert next(csv.DictReader(io.StringIO(cells_csv(typed(hostile)))))["model"] == "'=HYPERLINK(1)"
 
 
 def test_html_is_self_contained_with_plotly_once(run: Path) -> None:
@@ -168,7 +170,7 @@ def test_undefined_terms_have_reason_on_hover(run: Path, results: dict[str, Any]
 
 
 def test_report_without_samples_still_builds(tmp_path: Path, results: dict[str, Any]) -> None:
-    page = render_html(results, tmp_path / "missing.jsonl")
+    page = render_html(typed(results), tmp_path / "missing.jsonl")
     assert "0 shown of 0 failure candidates" in page
 
 
@@ -262,7 +264,7 @@ def test_broken_samples_line_names_the_line(tmp_path: Path, results: dict[str, A
         '{"model": "m", "task": "t", "dataset": "d", "condition": "clean", "sample_id": "1"}\nnope\n'
     )
     with pytest.raises(ResultsError, match=r"samples.jsonl:2"):
-        render_html(results, p)
+        render_html(typed(results), p)
 
 
 def test_cli_report_rebuilds_every_file(tmp_path: Path) -> None:

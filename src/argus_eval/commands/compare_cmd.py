@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from argus_eval.results_model.scorecard import Pairwise
 
 
 def _f(v: float | None, signed: bool = False) -> str:
@@ -18,8 +20,8 @@ def _f(v: float | None, signed: bool = False) -> str:
     return f"{v:+.3f}" if signed else f"{v:.3f}"
 
 
-def _iv(iv: list[float] | None, signed: bool = False) -> str:
-    if not iv or iv[0] is None or iv[1] is None:
+def _iv(iv: Sequence[float] | None, signed: bool = False) -> str:
+    if iv is None:
         return ""
     return f"[{_f(iv[0], signed)}, {_f(iv[1], signed)}]"
 
@@ -84,9 +86,9 @@ def compare_command(
         console.print(Text(n))
 
 
-def _print_pairwise(console: Console, label: str, pairwise: Any, sentence: str | None) -> None:
+def _print_pairwise(console: Console, label: str, pairwise: Pairwise | None, sentence: str | None) -> None:
     """P(row beats column) on the overall score, as the run itself computed it head to head."""
-    shares = (pairwise or {}).get("ARGUS") if isinstance(pairwise, dict) else None
+    shares = None if pairwise is None else pairwise.get("ARGUS")
     if not shares:
         console.print(Text(f"run {label}: no pairwise P(A beats B) in its results (no bootstrap)"))
         return

@@ -11,17 +11,19 @@ from rich.console import Console
 from rich.table import Table
 
 from argus_eval.report.fmt import axis_text
+from argus_eval.results_model import Results
 from argus_eval.runner.config import RunSpec, load_config, parse_config
 
 
-def scorecard_table(results: dict[str, Any]) -> Table:
-    """The per-model scorecard as a rich table (values with 95 % intervals when bootstrapped)."""
+def scorecard_table(results: Results) -> Table:
+    """The per-model scorecard as a rich table: every declared axis (values with 95 % intervals when
+    bootstrapped)."""
     table = Table(title="ARGUS scorecard", show_lines=False)
     table.add_column("model")
-    for axis in ("P", "CDC", "RR", "E", "ARGUS"):
+    for axis in results.axis_names:
         table.add_column(axis, justify="right")
-    for name, m in results.get("models", {}).items():
-        table.add_row(name, *[axis_text(m, a) for a in ("P", "CDC", "RR", "E", "ARGUS")])
+    for name, m in results.models.items():
+        table.add_row(name, *[axis_text(m, a) for a in results.axis_names])
     return table
 
 
@@ -46,7 +48,7 @@ def run_command(
     outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed)
     with writing(out_dir / "report.html"):
         write_reports(out_dir)
-    res = outcome.results
+    res = outcome.typed_results
     if as_json:
         sys.stdout.write(
             json.dumps(
@@ -57,7 +59,7 @@ def run_command(
                     "retried_failed": outcome.stats.retried,
                     "answers_cut": outcome.stats.answers_cut,
                     "left_out": outcome.plan.skipped,
-                    "models": res.get("models", {}),
+                    "models": outcome.results["models"],
                 },
                 indent=1,
                 sort_keys=True,
@@ -65,7 +67,7 @@ def run_command(
             + "\n"
         )
         return
-    for note in res.get("notes", []):
+    for note in res.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     for entry in outcome.plan.not_applicable:
         console.print(
@@ -86,10 +88,10 @@ def run_command(
             highlight=False,
         )
     console.print(scorecard_table(res))
-    gap = res.get("gap", {}).get("sentence")
+    gap = res.gap.sentence
     if gap:
         console.print(gap, highlight=False)
-    failed = sum(c.get("failed", 0) for c in res.get("cells", []))
+    failed = sum(c.failed for c in res.cells)
     console.print(
         f"model forward calls: {outcome.stats.forward_calls}   new records: {outcome.stats.records_written}"
         f"   recomputed (inputs changed): {outcome.stats.stale}   retried failures: {outcome.stats.retried}"
@@ -128,24 +130,12 @@ def dry_run_plan(
         )
         return
     table = Table(title=f"plan of {cfg_path}")
-    # checkpoint: the spec serving the row (a composite model names a different one per task)
-    cols = (
-        "model",
-        "task",
-        "checkpoint",
-        "dataset",
-        "conditions",
-        "samples",
-        "protocol",
-        "calls/cell",
-        "calls",
-    )
-    for col in cols:
+    for col in ("model", "task", "dataset", "conditions", "samples", "protocol", "calls/cell", "calls"):
         table.add_column(col)
     for r in rows:
         table.add_row(
-            r["model"], r["task"], r["checkpoint"], r["dataset"], str(r["conditions"]), str(r["samples"]),
-            r["protocol"], f"{r['calls_per_cell']:,}", f"{r['calls']:,}",
+            r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"],
+            f"{r['calls_per_cell']:,}", f"{r['calls']:,}",
         )  # fmt: skip
     console.print(table)
     for s in skipped:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from argus_eval.report.csv_export import write_csvs
 from argus_eval.report.html import HtmlOptions, render_html
 from argus_eval.report.markdown import render_summary
-from argus_eval.results_model import load_results
+from argus_eval.results_model import Results, load_results
 
 
-def read_results(run_dir: Path) -> dict[str, Any]:
-    """The run's results.json, validated by the Results model (ResultsError names the bad field)."""
-    results = load_results(run_dir / "results.json")
-    return results.model_dump(mode="json", by_alias=True, exclude_unset=True)
+def read_results(run_dir: Path) -> Results:
+    """The run's results.json, loaded (and so validated) through the Results model; ResultsError names
+    the file and the bad field."""
+    return load_results(run_dir / "results.json")
 
 
 def write_reports(run_dir: Path, options: HtmlOptions | None = None) -> list[Path]:

@@ -8,12 +8,13 @@ into a figure is HTML-escaped, because plotly renders a subset of HTML in labels
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from argus_eval.report.tables import efficiency_profiles
-from argus_eval.report.validate import radar_axes_of
+from argus_eval.results_model import Results
+from argus_eval.results_model.efficiency import EfficiencyBlock
+from argus_eval.results_model.scorecard import ModelRow
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 _MARGIN = {"l": 60, "r": 30, "t": 60, "b": 50}
@@ -55,14 +56,14 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
     return out
 
 
-def radar(results: Mapping[str, Any]) -> Chart:
-    """Each model's P, CDC, RR, E on one polar chart (undefined terms leave a gap)."""
-    radar_axes = radar_axes_of(results)
+def radar(results: Results) -> Chart:
+    """Each model's base axes (P, CDC, RR, E) on one polar chart (undefined terms leave a gap)."""
+    radar_axes = results.radar_axes
     theta = [*radar_axes, radar_axes[0]]
     data = []
-    for i, (name, m) in enumerate(results["models"].items()):
-        r = [m.get(a) for a in theta]
-        undefined = ", ".join(a for a in radar_axes if m.get(a) is None)
+    for i, (name, m) in enumerate(results.models.items()):
+        r = [m.value(a) for a in theta]
+        undefined = ", ".join(a for a in radar_axes if m.value(a) is None)
         label = f"{name} (undefined: {undefined})" if undefined else name
         data.append(
             {
@@ -92,15 +93,14 @@ def radar(results: Mapping[str, Any]) -> Chart:
     )
 
 
-def _err(m: Mapping[str, Any], axis: str) -> tuple[float, float] | None:
-    iv = (m.get("intervals") or {}).get(axis)
-    v = m.get(axis)
-    if v is None or not iv or iv[0] is None or iv[1] is None:
+def _err(m: ModelRow, axis: str) -> tuple[float, float] | None:
+    iv, v = m.interval(axis), m.value(axis)
+    if v is None or iv is None:
         return None
     return max(0.0, iv[1] - v), max(0.0, v - iv[0])
 
 
-def capability_vs_argus(results: Mapping[str, Any]) -> Chart:
+def capability_vs_argus(results: Results) -> Chart:
     """P against ARGUS with interval bars; models below the diagonal lose once reliability counts."""
     data: list[dict[str, Any]] = [
         {
@@ -113,13 +113,14 @@ def capability_vs_argus(results: Mapping[str, Any]) -> Chart:
             "hoverinfo": "skip",
         }
     ]
-    for i, (name, m) in enumerate(results["models"].items()):
-        if m.get("P") is None or m.get("ARGUS") is None:
+    for i, (name, m) in enumerate(results.models.items()):
+        p, overall = m.value("P"), m.value("ARGUS")
+        if p is None or overall is None:
             continue
         trace: dict[str, Any] = {
             "type": "scatter",
-            "x": [m["P"]],
-            "y": [m["ARGUS"]],
+            "x": [p],
+            "y": [overall],
             "mode": "markers+text",
             "text": [esc(name)],
             "textposition": "top center",
@@ -148,15 +149,15 @@ def capability_vs_argus(results: Mapping[str, Any]) -> Chart:
     )
 
 
-def rank_slope(results: Mapping[str, Any]) -> Chart:
+def rank_slope(results: Results) -> Chart:
     """A slope chart from capability rank to overall rank: the gap at a glance."""
-    rk = results.get("rankings") or {}
-    cap = {r["model"]: r["rank"] for r in rk.get("capability", [])}
-    ovr = {r["model"]: r["rank"] for r in rk.get("overall", [])}
-    names = [n for n in results["models"] if cap.get(n) is not None and ovr.get(n) is not None]
+    cap, ovr = results.rankings.ranks("capability"), results.rankings.ranks("overall")
+    pairs = {
+        n: (a, b) for n in results.models if (a := cap.get(n)) is not None and (b := ovr.get(n)) is not None
+    }
+    names = list(pairs)
     data = []
-    for name in names:
-        a, b = cap[name], ovr[name]
+    for name, (a, b) in pairs.items():
         color = "#2ca02c" if b < a else "#d62728" if b > a else "#7f7f7f"
         shift = a - b
         data.append(
@@ -192,14 +193,14 @@ def rank_slope(results: Mapping[str, Any]) -> Chart:
     )
 
 
-def consistency_heatmap(results: Mapping[str, Any]) -> Chart | None:
+def consistency_heatmap(results: Results) -> Chart | None:
     """Model x (task / dataset) clean primary scores: the consistency (CDC) picture."""
-    clean = [c for c in results["cells"] if c["condition"] == "clean"]
+    clean = [c for c in results.cells if c.is_clean]
     if not clean:
         return None
-    cols = sorted({(c["task"], c["dataset"]) for c in clean})
-    models = list(results["models"]) + sorted({c["model"] for c in clean} - set(results["models"]))
-    grid = {(c["model"], c["task"], c["dataset"]): c["primary"] for c in clean}
+    cols = sorted({(c.task, c.dataset) for c in clean})
+    models = list(results.models) + sorted({c.model for c in clean} - set(results.models))
+    grid = {(c.model, c.task, c.dataset): c.primary for c in clean}
     z = [[grid.get((m, t, d)) for t, d in cols] for m in models]
     text = [["" if v is None else f"{v:.3f}" for v in row] for row in z]
     data = [
@@ -232,14 +233,14 @@ def consistency_heatmap(results: Mapping[str, Any]) -> Chart | None:
     )
 
 
-def severity_curves(results: Mapping[str, Any]) -> list[Chart]:
+def severity_curves(results: Results) -> list[Chart]:
     """One chart per perturbation: mean retention against severity, one line per model."""
-    perts = sorted({p for m in results["models"].values() for p in (m.get("severity_curves") or {})})
+    perts = sorted({p for m in results.models.values() for p in m.severity_curves})
     charts = []
     for k, pert in enumerate(perts):
         data = []
-        for i, (name, m) in enumerate(results["models"].items()):
-            curve = (m.get("severity_curves") or {}).get(pert)
+        for i, (name, m) in enumerate(results.models.items()):
+            curve = m.severity_curves.get(pert)
             if not curve:
                 continue
             sev = sorted(curve, key=int)
@@ -278,16 +279,15 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 
 def _efficiency_chart(
-    results: Mapping[str, Any], field: str, label: str, cid: str, log: bool
+    results: Results, figure: Callable[[EfficiencyBlock], float], label: str, cid: str, log: bool
 ) -> Chart | None:
-    profiles = efficiency_profiles(results)
     names, pts = [], []
-    for name, m in results["models"].items():
-        p = profiles.get(name)
-        if p is None or m.get("P") is None or p.get(field) is None:
+    for name, m in results.models.items():
+        p, cap = results.profile(name), m.value("P")
+        if p is None or cap is None:
             continue
         names.append(name)
-        pts.append((float(p[field]), float(m["P"])))
+        pts.append((float(figure(p)), float(cap)))
     if not pts:
         return None
     front = pareto_front(pts)
@@ -301,7 +301,7 @@ def _efficiency_chart(
             # alternate label sides so that neighbouring models do not print on top of each other
             "textposition": ["top center" if i % 2 == 0 else "bottom center" for i in range(len(names))],
             "name": "measured",
-            "marker": {"size": 11, "color": [_color(list(results["models"]).index(n)) for n in names]},
+            "marker": {"size": 11, "color": [_color(list(results.models).index(n)) for n in names]},
             "hovertemplate": "%{text}<br>" + esc(label) + " %{x:.3g}<br>P %{y:.3f}<extra></extra>",
         },
         {
@@ -314,8 +314,8 @@ def _efficiency_chart(
             "hoverinfo": "skip",
         },
     ]
-    if field == "latency_ms_p50":
-        data += _projection_traces(results, names, profiles)
+    if cid == LATENCY_CHART:
+        data += _projection_traces(results, names)
     layout = _layout(
         f"Capability against {label}",
         xaxis={"title": {"text": label + (" (log)" if log else "")}, "type": "log" if log else "linear"},
@@ -336,20 +336,21 @@ def _efficiency_chart(
 _PROJECTION_SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "x-thin-open")
 
 
-def _projection_traces(
-    results: Mapping[str, Any], names: list[str], profiles: Mapping[str, Mapping[str, Any] | None]
-) -> list[dict[str, Any]]:
+def _projection_traces(results: Results, names: list[str]) -> list[dict[str, Any]]:
     """One unlabelled trace per device (its name in the legend and on hover): several devices share a
     model's P, so text labels at the same height would pile on top of each other."""
     by_device: dict[str, tuple[list[float], list[float], list[str]]] = {}
     for name in names:
-        for q in (profiles[name] or {}).get("projections") or []:
-            if q.get("latency_ms") is None:
+        profile, cap = results.profile(name), results.models[name].value("P")
+        if profile is None or cap is None:
+            continue
+        for q in profile.projections or []:
+            if q.latency_ms is None:
                 continue
-            xs, ys, ts = by_device.setdefault(str(q.get("device")), ([], [], []))
-            xs.append(float(q["latency_ms"]))
-            ys.append(float(results["models"][name]["P"]))
-            ts.append(esc(f"{name} on {q.get('device')} (estimate)"))
+            xs, ys, ts = by_device.setdefault(q.device, ([], [], []))
+            xs.append(float(q.latency_ms))
+            ys.append(cap)
+            ts.append(esc(f"{name} on {q.device} (estimate)"))
     return [
         {
             "type": "scatter",
@@ -369,16 +370,20 @@ def _projection_traces(
     ]
 
 
-def efficiency_charts(results: Mapping[str, Any]) -> list[Chart]:
+LATENCY_CHART = "chart-pareto-latency"
+MEMORY_CHART = "chart-pareto-memory"
+
+
+def efficiency_charts(results: Results) -> list[Chart]:
     """Pareto fronts of capability against latency and against peak memory."""
     out = [
-        _efficiency_chart(results, "latency_ms_p50", "latency p50 (ms)", "chart-pareto-latency", True),
-        _efficiency_chart(results, "peak_memory_mb", "peak memory (MB)", "chart-pareto-memory", False),
+        _efficiency_chart(results, lambda p: p.latency_ms_p50, "latency p50 (ms)", LATENCY_CHART, True),
+        _efficiency_chart(results, lambda p: p.peak_memory_mb, "peak memory (MB)", MEMORY_CHART, False),
     ]
     return [c for c in out if c is not None]
 
 
-def all_charts(results: Mapping[str, Any]) -> list[Chart]:
+def all_charts(results: Results) -> list[Chart]:
     """Every chart of the page, in page order."""
     charts = [radar(results), capability_vs_argus(results), rank_slope(results)]
     heat = consistency_heatmap(results)

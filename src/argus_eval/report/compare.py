@@ -19,7 +19,9 @@ import numpy as np
 from argus_eval.errors import ResultsError
 from argus_eval.report.build import read_results
 from argus_eval.report.samples import CellKey, scores_by_cell
-from argus_eval.report.validate import axes_of
+from argus_eval.results_model import Results
+from argus_eval.results_model.cells import CellSummary
+from argus_eval.results_model.scorecard import Pairwise
 
 _CHUNK_VALUES = 2_000_000  # resample indices held in memory at once
 
@@ -33,8 +35,8 @@ class AxisDiff:
     a: float | None
     b: float | None
     delta: float | None
-    a_interval: list[float] | None
-    b_interval: list[float] | None
+    a_interval: tuple[float, float] | None
+    b_interval: tuple[float, float] | None
     a_undefined: str | None = None
     b_undefined: str | None = None
 
@@ -80,7 +82,7 @@ class Comparison:
     only_b_cells: int = 0
     notes: list[str] = field(default_factory=list)
     # run ("A"/"B") -> axis ("ARGUS"/"P") -> model -> opponent -> P(model beats opponent) in that run
-    pairwise: dict[str, Any] = field(default_factory=dict)
+    pairwise: dict[str, Pairwise | None] = field(default_factory=dict)
     # run -> its gap sentence and supported claims
     gap: dict[str, str | None] = field(default_factory=dict)
     claims: dict[str, list[Any]] = field(default_factory=dict)
@@ -122,22 +124,23 @@ def paired_interval(
     return [float(lo), float(hi)]
 
 
-def _axis_diffs(ra: dict[str, Any], rb: dict[str, Any], models: list[str]) -> list[AxisDiff]:
+def _axis_diffs(ra: Results, rb: Results, models: list[str]) -> list[AxisDiff]:
     out = []
     for m in models:
-        ma, mb = ra["models"][m], rb["models"][m]
-        for axis in dict.fromkeys((*axes_of(ra), *axes_of(rb))):
+        ma, mb = ra.models[m], rb.models[m]
+        for axis in dict.fromkeys((*ra.axis_names, *rb.axis_names)):
+            a, b = ma.value(axis), mb.value(axis)
             out.append(
                 AxisDiff(
                     m,
                     axis,
-                    ma.get(axis),
-                    mb.get(axis),
-                    _delta(ma.get(axis), mb.get(axis)),
-                    (ma.get("intervals") or {}).get(axis),
-                    (mb.get("intervals") or {}).get(axis),
-                    (ma.get("undefined") or {}).get(axis),
-                    (mb.get("undefined") or {}).get(axis),
+                    a,
+                    b,
+                    _delta(a, b),
+                    ma.intervals.get(axis),
+                    mb.intervals.get(axis),
+                    ma.undefined.get(axis),
+                    mb.undefined.get(axis),
                 )
             )
     return out
@@ -145,21 +148,21 @@ def _axis_diffs(ra: dict[str, Any], rb: dict[str, Any], models: list[str]) -> li
 
 def _cell_diff(
     key: CellKey,
-    ca: dict[str, Any],
-    cb: dict[str, Any],
+    ca: CellSummary,
+    cb: CellSummary,
     sa: dict[str, float],
     sb: dict[str, float],
     cmp: Comparison,
 ) -> CellDiff:
     common = sorted(set(sa) & set(sb))
-    base = {
+    base: dict[str, Any] = {
         "model": key[0],
         "task": key[1],
         "dataset": key[2],
         "condition": key[3],
-        "a": ca["primary"],
-        "b": cb["primary"],
-        "delta": _delta(ca["primary"], cb["primary"]),
+        "a": ca.primary,
+        "b": cb.primary,
+        "delta": _delta(ca.primary, cb.primary),
         "common_samples": len(common),
     }
     if not common:
@@ -182,24 +185,24 @@ def compare_runs(
 ) -> Comparison:
     """Compare run B against run A (deltas are B - A). ResultsError when they share no model."""
     ra, rb = read_results(dir_a), read_results(dir_b)
-    models_a, models_b = list(ra["models"]), list(rb["models"])
-    common_models = [m for m in models_a if m in rb["models"]]
+    models_a, models_b = list(ra.models), list(rb.models)
+    common_models = [m for m in models_a if m in rb.models]
     if not common_models:
         raise ResultsError(
             f"{dir_a} and {dir_b} share no model, so there is nothing to compare "
             f"(A: {', '.join(models_a) or 'none'}; B: {', '.join(models_b) or 'none'})"
         )
     cmp = Comparison(str(dir_a), str(dir_b), resamples, seed, confidence)
-    cmp.only_a_models = [m for m in models_a if m not in rb["models"]]
-    cmp.only_b_models = [m for m in models_b if m not in ra["models"]]
+    cmp.only_a_models = [m for m in models_a if m not in rb.models]
+    cmp.only_b_models = [m for m in models_b if m not in ra.models]
     cmp.axes = _axis_diffs(ra, rb, common_models)
     for label, r in (("A", ra), ("B", rb)):
-        cmp.pairwise[label] = (r.get("rankings") or {}).get("pairwise")
-        cmp.gap[label] = (r.get("gap") or {}).get("sentence")
-        cmp.claims[label] = (r.get("comparison") or {}).get("claims") or []
+        cmp.pairwise[label] = r.rankings.pairwise
+        cmp.gap[label] = r.gap.sentence
+        cmp.claims[label] = [c.model_dump(mode="json") for c in r.comparison.claims]
 
-    def cells_of(r: dict[str, Any]) -> dict[CellKey, dict[str, Any]]:
-        return {(c["model"], c["task"], c["dataset"], c["condition"]): c for c in r["cells"]}
+    def cells_of(r: Results) -> dict[CellKey, CellSummary]:
+        return {c.key: c for c in r.cells}
 
     cells_a, cells_b = cells_of(ra), cells_of(rb)
     common_cells = [k for k in cells_a if k in cells_b]

@@ -1,13 +1,14 @@
 """Tables of the comparison: P(A beats B) matrices, supported claims and ties, coverage, timing trials
-and cells at or below chance. Built from results.json only, shared by summary.md and report.html."""
+and cells at or below chance. Built from the run's Results only, shared by summary.md and report.html."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from argus_eval.report import fmt
 from argus_eval.report.tables import Table, TCell
+from argus_eval.results_model import Results
 
 _AXIS_TITLES = {"ARGUS": "overall (ARGUS)", "P": "capability (P)"}
 
@@ -16,45 +17,37 @@ def _t(text: Any) -> TCell:
     return TCell(str(text))
 
 
-def pairwise(results: Mapping[str, Any], axis: str) -> Table:
+def _share(results: Results, axis: str, a: str, b: str) -> TCell:
+    comp = results.comparison
+    reason = comp.not_comparable_reason(a, b)
+    if reason is not None:
+        return TCell("n/c", reason, undefined=True)
+    v = results.rankings.share(axis, a, b)
+    if v is None:
+        return TCell("undefined", "no bootstrap resamples", undefined=True)
+    return _t(f"{v:.3f}{' *' if v >= comp.claim_confidence else ''}")
+
+
+def pairwise(results: Results, axis: str) -> Table:
     """P(row model beats column model) head to head on shared cells; n/c where no cell is shared."""
-    block = (results.get("rankings") or {}).get("pairwise") or {}
-    shares = block.get(axis) or {}
-    comp = results.get("comparison") or {}
-    reasons = {tuple(sorted(nc["models"])): nc["reason"] for nc in comp.get("not_comparable") or []}
-    level = comp.get("claim_confidence")
-    names = sorted(results["models"])
+    names = sorted(results.models)
     t = Table(
         f"pairwise-{axis}",
         f"P(row beats column), {_AXIS_TITLES.get(axis, axis)}",
         ["model", *names],
         caption="Share of paired bootstrap resamples in which the row model beats the column model head to "
         "head on the cells both ran (ties count half). "
-        + (f"A claim 'A above B' needs at least {level:.2f}." if level else "")
-        + " n/c: the two share no cell.",
+        f"A claim 'A above B' needs at least {results.comparison.claim_confidence:.2f}."
+        " n/c: the two share no cell.",
     )
     for a in names:
-        row = [_t(a)]
-        for b in names:
-            if a == b:
-                row.append(_t("-"))
-                continue
-            v = (shares.get(a) or {}).get(b)
-            reason = reasons.get(tuple(sorted((a, b))))
-            if reason is not None:
-                row.append(TCell("n/c", reason, undefined=True))
-            elif v is None:
-                row.append(TCell("undefined", "no bootstrap resamples", undefined=True))
-            else:
-                mark = " *" if level is not None and v >= level else ""
-                row.append(_t(f"{v:.3f}{mark}"))
-        t.rows.append(row)
+        t.rows.append([_t(a), *[_t("-") if a == b else _share(results, axis, a, b) for b in names]])
     return t
 
 
-def claims(results: Mapping[str, Any]) -> Table:
+def claims(results: Results) -> Table:
     """Every supported 'A above B' and every tie, with P(A beats B) and what would separate a tie."""
-    comp = results.get("comparison") or {}
+    comp = results.comparison
     t = Table(
         "claims",
         "Claims the run supports",
@@ -62,21 +55,25 @@ def claims(results: Mapping[str, Any]) -> Table:
         caption="Stated only at or above the claim level; every other comparable pair is tied within the "
         "run's uncertainty.",
     )
-    for c in comp.get("claims") or []:
-        t.rows.append([_t(c["axis"]), _t(f"{c['above']} above {c['below']}"), _t(fmt.num(c["p"])), _t("-")])
-    for tie in comp.get("ties") or []:
-        a, b = tie["models"]
-        t.rows.append(
-            [_t(tie["axis"]), _t(f"{a} and {b} tied"), _t(fmt.num(tie.get("p"))), _t(tie["separate_by"])]
-        )
-    for nc in comp.get("not_comparable") or []:
-        t.rows.append(
-            [_t("both"), _t(" and ".join(nc["models"]) + " not comparable"), _t("-"), _t(nc["reason"])]
-        )
+    for c in comp.claims:
+        t.rows.append([_t(c.axis), _t(f"{c.above} above {c.below}"), _t(fmt.num(c.p)), _t("-")])
+    for tie in comp.ties:
+        a, b = tie.models
+        t.rows.append([_t(tie.axis), _t(f"{a} and {b} tied"), _t(fmt.num(tie.p)), _t(tie.separate_by)])
+    for nc in comp.not_comparable:
+        t.rows.append([_t("both"), _t(" and ".join(nc.models) + " not comparable"), _t("-"), _t(nc.reason)])
     return t
 
 
-def coverage(results: Mapping[str, Any]) -> Table:
+@dataclass
+class _Coverage:
+    protocol: str
+    native: bool
+    datasets: list[str] = field(default_factory=list)
+    chance: list[float] = field(default_factory=list)
+
+
+def coverage(results: Results) -> Table:
     """What each model's axes stand on: its clean (task, dataset) cells and the protocol of each."""
     t = Table(
         "coverage",
@@ -85,51 +82,44 @@ def coverage(results: Mapping[str, Any]) -> Table:
         caption="P, CDC, RR and E of a model are absolute numbers over these cells; comparisons between two "
         "models use only the cells both have.",
     )
-    below = {(c["model"], c["task"], c["dataset"]) for c in results.get("below_chance") or []}
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for c in results.get("cells") or []:
-        if c["condition"] != "clean":
+    below = {(c.model, c.task, c.dataset) for c in results.below_chance}
+    rows: dict[tuple[str, str], _Coverage] = {}
+    for c in results.cells:
+        if not c.is_clean:
             continue
-        entry = rows.setdefault(
-            (c["model"], c["task"]),
-            {
-                "datasets": [],
-                "protocol": c.get("protocol", ""),
-                "native": c.get("native_protocol"),
-                "chance": [],
-            },
-        )
-        entry["datasets"].append(c["dataset"])
-        if c.get("chance") is not None:
-            entry["chance"].append(c["chance"])
+        entry = rows.setdefault((c.model, c.task), _Coverage(c.protocol, c.native_protocol))
+        entry.datasets.append(c.dataset)
+        if c.chance is not None:
+            entry.chance.append(c.chance)
     for (model, task), e in sorted(rows.items()):
-        protocol = str(e["protocol"]) + (" (substitute)" if e["native"] is False else " (native)")
-        chance = ", ".join(fmt.num(x) for x in e["chance"]) or "-"
-        low = [d for d in e["datasets"] if (model, task, d) in below]
+        protocol = e.protocol + (" (native)" if e.native else " (substitute)")
+        low = [d for d in e.datasets if (model, task, d) in below]
         t.rows.append(
             [
                 _t(model),
                 _t(task),
-                _t(", ".join(e["datasets"])),
+                _t(", ".join(e.datasets)),
                 _t(protocol),
-                _t(chance),
+                _t(", ".join(fmt.num(x) for x in e.chance) or "-"),
                 _t(", ".join(low) or "-"),
             ]
         )
     return t
 
 
-def timing(results: Mapping[str, Any]) -> Table:
+def timing(results: Results) -> Table:
     """Every (model, task) timing: trials, median latency and throughput, spread, memory, FLOPs, E_task."""
-    block = results.get("timing") or {}
-    noise = (block.get("noise") or {}).get("median_latency_spread")
+    block = results.timing
     caption = (
-        f"{block.get('trials_per_task', '?')} trials per (model, task), interleaved across models; "
-        f"median latency spread across trials: {fmt.num(noise)} (the run's timing noise). "
-        "E_task: geometric mean of the sub-metrics normalised against the best model on that task."
+        "No timing trials in this run."
+        if block is None
+        else f"{block.trials_per_task} trials per (model, task), interleaved across models; "
+        f"median latency spread across trials: {fmt.num(block.noise.median_latency_spread)} (the run's "
+        "timing noise). E_task: geometric mean of the sub-metrics normalised against the best model on "
+        "that task."
     )
-    if block.get("warning"):
-        caption += " Warning: " + str(block["warning"])
+    if block is not None and block.warning:
+        caption += " Warning: " + block.warning
     t = Table(
         "timing",
         "Timing trials (like for like, per task)",
@@ -148,29 +138,27 @@ def timing(results: Mapping[str, Any]) -> Table:
         caption=caption,
     )
     per_task_e = {
-        (name, task): v
-        for name, m in results["models"].items()
-        for task, v in (((m.get("detail") or {}).get("E") or {}).get("per_task") or {}).items()
+        (name, task): v for name, m in results.models.items() for task, v in (m.per_task("E") or {}).items()
     }
-    for e in block.get("per_task") or []:
+    for e in [] if block is None else block.per_task:
         t.rows.append(
             [
-                _t(e["model"]),
-                _t(e["task"]),
-                _t(e["protocol"]),
-                _t(len(e.get("trials") or [])),
-                _t(fmt.num(e.get("latency_ms_median"), 2)),
-                _t(fmt.num(e.get("latency_spread"), 2)),
-                _t(fmt.num(e.get("throughput_per_s_median"), 1)),
-                TCell(fmt.num(e.get("memory_mb"), 1), str(e.get("memory_basis") or "") or None),
-                _t(fmt.big(e.get("flops_per_sample"))),
-                _t(fmt.num(per_task_e.get((e["model"], e["task"])))),
+                _t(e.model),
+                _t(e.task),
+                _t(e.protocol),
+                _t(len(e.trials)),
+                _t(fmt.num(e.latency_ms_median, 2)),
+                _t(fmt.num(e.latency_spread, 2)),
+                _t(fmt.num(e.throughput_per_s_median, 1)),
+                TCell(fmt.num(e.memory_mb, 1), e.memory_basis or None),
+                _t(fmt.big(e.flops_per_sample)),
+                _t(fmt.num(per_task_e.get((e.model, e.task)))),
             ]
         )
     return t
 
 
-def comparison_tables(results: Mapping[str, Any]) -> list[Table]:
+def comparison_tables(results: Results) -> list[Table]:
     """The comparison's tables in report order."""
     return [
         pairwise(results, "ARGUS"),

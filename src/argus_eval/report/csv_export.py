@@ -1,15 +1,15 @@
-"""scorecard.csv and cells.csv: the numbers of results.json as flat tables for spreadsheets."""
+"""scorecard.csv and cells.csv: the numbers of a run's results as flat tables for spreadsheets."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from argus_eval.report.tables import scorecard_intervals
-from argus_eval.report.validate import axes_of
+from argus_eval.results_model import Results
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -29,37 +29,28 @@ def _write(rows: Sequence[Sequence[Any]]) -> str:
     return buf.getvalue()
 
 
-def scorecard_csv(results: Mapping[str, Any]) -> str:
+def scorecard_csv(results: Results) -> str:
     """One row per model: each axis with its interval bounds and undefined reason, ranks and shift."""
     header: list[str] = ["model"]
-    for axis in axes_of(results):
+    for axis in results.axis_names:
         header += [axis, f"{axis}_lo", f"{axis}_hi", f"{axis}_undefined_reason"]
     header += ["capability_rank", "overall_rank", "rank_shift"]
-    rk = results.get("rankings") or {}
-    cap = {r["model"]: r["rank"] for r in rk.get("capability", [])}
-    ovr = {r["model"]: r["rank"] for r in rk.get("overall", [])}
-    shift = (results.get("gap") or {}).get("rank_shift") or {}
+    cap, ovr = results.rankings.ranks("capability"), results.rankings.ranks("overall")
     rows: list[list[Any]] = [header]
-    for name, m in results["models"].items():
+    for name, m in results.models.items():
         row: list[Any] = [name]
-        for axis in axes_of(results):
-            iv = (m.get("intervals") or {}).get(axis) or [None, None]
-            row += [m.get(axis), iv[0], iv[1], (m.get("undefined") or {}).get(axis)]
-        row += [cap.get(name), ovr.get(name), shift.get(name)]
+        for axis in results.axis_names:
+            lo, hi = m.intervals.get(axis) or (None, None)
+            row += [m.value(axis), lo, hi, m.undefined.get(axis)]
+        row += [cap.get(name), ovr.get(name), results.gap.rank_shift.get(name)]
         rows.append(row)
     return _write(rows)
 
 
-def cells_csv(results: Mapping[str, Any]) -> str:
+def cells_csv(results: Results) -> str:
     """One row per cell: key, protocol, counts, primary with interval, then every scalar metric."""
-    metric_names = sorted(
-        {
-            k
-            for c in results["cells"]
-            for k, v in (c.get("metrics") or {}).items()
-            if not isinstance(v, (dict, list))
-        }
-    )
+    metrics = [c.scalar_metrics() for c in results.cells]
+    metric_names = sorted({k for m in metrics for k in m})
     ivs = scorecard_intervals(results)
     header = [
         "model",
@@ -77,30 +68,29 @@ def cells_csv(results: Mapping[str, Any]) -> str:
         *[f"metric:{k}" for k in metric_names],
     ]
     rows: list[list[Any]] = [header]
-    for c in results["cells"]:
-        iv = ivs.get((c["model"], c["task"], c["dataset"], c["condition"])) or [None, None]
-        metrics = c.get("metrics") or {}
+    for c, m in zip(results.cells, metrics, strict=True):
+        lo, hi = ivs.get(c.key) or (None, None)
         rows.append(
             [
-                c["model"],
-                c["task"],
-                c["dataset"],
-                c["condition"],
-                c.get("protocol"),
-                c.get("native_protocol"),
-                c.get("samples"),
-                c["scored"],
-                c["failed"],
-                c["primary"],
-                iv[0],
-                iv[1],
-                *[metrics.get(k) for k in metric_names],
+                c.model,
+                c.task,
+                c.dataset,
+                c.condition,
+                c.protocol,
+                c.native_protocol,
+                c.samples,
+                c.scored,
+                c.failed,
+                c.primary,
+                lo,
+                hi,
+                *[m.get(k) for k in metric_names],
             ]
         )
     return _write(rows)
 
 
-def write_csvs(results: Mapping[str, Any], out_dir: Path) -> list[Path]:
+def write_csvs(results: Results, out_dir: Path) -> list[Path]:
     """Write scorecard.csv and cells.csv into out_dir; returns their paths."""
     paths = [out_dir / "scorecard.csv", out_dir / "cells.csv"]
     paths[0].write_text(scorecard_csv(results), encoding="utf-8")

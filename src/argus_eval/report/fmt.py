@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
+
+from argus_eval.results_model.scorecard import ModelRow
 
 
 def num(v: Any, digits: int = 3) -> str:
@@ -15,25 +16,17 @@ def num(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}f}"
 
 
-def interval_of(m: Mapping[str, Any], axis: str) -> tuple[float, float] | None:
-    """The [lo, hi] interval of an axis of a model block, if it has a usable one."""
-    iv = (m.get("intervals") or {}).get(axis)
-    if not iv or iv[0] is None or iv[1] is None or m.get(axis) is None:
-        return None
-    return float(iv[0]), float(iv[1])
-
-
-def with_interval(value: Any, iv: Any) -> str:
+def with_interval(value: float | None, iv: tuple[float, float] | None) -> str:
     """'0.812 [0.790, 0.833]', or just the value when there is no interval."""
     base = num(value)
-    if value is not None and iv and iv[0] is not None and iv[1] is not None:
+    if value is not None and iv is not None:
         return f"{base} [{iv[0]:.3f}, {iv[1]:.3f}]"
     return base
 
 
-def axis_text(m: Mapping[str, Any], axis: str) -> str:
-    """An axis of a model block with its interval."""
-    return with_interval(m.get(axis), interval_of(m, axis))
+def axis_text(m: ModelRow, axis: str) -> str:
+    """An axis of a model row with its interval."""
+    return with_interval(m.value(axis), m.interval(axis))
 
 
 def signed(v: int | float | None, digits: int = 0) -> str:

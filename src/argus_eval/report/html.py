@@ -23,6 +23,7 @@ from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.gallery import Gallery, build_gallery
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.tables import Table
+from argus_eval.results_model import Results
 
 esc = html.escape
 
@@ -127,29 +128,30 @@ def _kv_table(d: Mapping[str, Any]) -> str:
     return f"<table>{rows}</table>" if rows else "<p class='sub'>(none)</p>"
 
 
-def _manifest(results: Mapping[str, Any]) -> str:
-    man = results["manifest"]
-    git = man.get("git") or {}
+def _manifest(results: Results) -> str:
+    man = results.manifest
     parts = [
         "<h3>Git</h3>",
-        _kv_table({"revision": git.get("revision") or "unknown", "local edits": git.get("dirty")}),
+        _kv_table({"revision": man.git.revision or "unknown", "local edits": man.git.dirty}),
         "<h3>Seeds</h3>",
-        _kv_table(man.get("seeds") or {}),
+        _kv_table(man.seeds.model_dump()),
         "<h3>Versions</h3>",
-        _kv_table(man.get("versions") or {}),
+        _kv_table(man.versions),
         "<h3>Hardware</h3>",
-        _kv_table(man.get("hardware") or {}),
+        _kv_table(man.hardware),
         "<h3>Scoring options</h3>",
-        _kv_table(results.get("scoring_options") or {}),
+        _kv_table(results.scoring_options.model_dump(mode="json")),
     ]
-    boot = results.get("bootstrap")
-    if boot:
-        parts += ["<h3>Bootstrap</h3>", _kv_table({k: v for k, v in boot.items() if k != "notes"})]
-        parts.append("<ul>" + "".join(f"<li>{esc(str(n))}</li>" for n in boot.get("notes") or []) + "</ul>")
-    rest = {k: v for k, v in man.items() if k not in ("config", "git", "seeds", "versions", "hardware")}
+    boot = results.bootstrap
+    if boot is not None:
+        parts += ["<h3>Bootstrap</h3>", _kv_table(boot.model_dump(mode="json", exclude={"notes"}))]
+        parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in boot.notes) + "</ul>")
+    rest = man.model_dump(
+        mode="json", exclude={"config", "git", "seeds", "versions", "hardware"}, exclude_unset=True
+    )
     parts += [
         "<h3>Config</h3>",
-        f"<pre>{esc(json.dumps(man.get('config'), indent=1, sort_keys=True))}</pre>",
+        f"<pre>{esc(json.dumps(man.config, indent=1, sort_keys=True))}</pre>",
         "<details><summary>Models, datasets, protocols, skipped</summary>",
         f"<pre>{esc(json.dumps(rest, indent=1, sort_keys=True))}</pre></details>",
     ]
@@ -176,24 +178,17 @@ def _gallery_section(g: Gallery, opts: HtmlOptions) -> str:
     )
 
 
-def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOptions | None = None) -> str:
+def render_html(results: Results, samples_path: Path, options: HtmlOptions | None = None) -> str:
     """The whole page as one string."""
     opts = options or HtmlOptions()
     charts = ch.all_charts(results)
-    seeds = results["manifest"].get("seeds") or {}
-    run_seed = seeds.get("run") if isinstance(seeds, Mapping) else None
     gallery = build_gallery(
-        samples_path,
-        opts.gallery_per_cell,
-        opts.gallery_max,
-        opts.thumb_px,
-        run_seed if isinstance(run_seed, int) and not isinstance(run_seed, bool) else None,
+        samples_path, opts.gallery_per_cell, opts.gallery_max, opts.thumb_px, results.manifest.seeds.run
     )
     lib = plotly_js()
-    name = str((results["manifest"].get("config") or {}).get("name", "run"))
-    gap = results.get("gap") or {}
-    tau = gap.get("kendall_tau")
-    notes = list(results.get("notes") or [])
+    name = results.manifest.run_name
+    gap = results.gap
+    notes = list(results.notes)
     if lib is None:
         notes.append("plotly is not installed, so the charts are missing: pip install 'argus-eval[report]'")
     payload = {
@@ -248,9 +243,9 @@ def render_html(results: Mapping[str, Any], samples_path: Path, options: HtmlOpt
         "<ul class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else ""
     )
     gap_html = (
-        f"<p class='gap' id='gap-sentence'>{esc(gap.get('sentence') or 'No gap sentence in results.')}</p>"
+        f"<p class='gap' id='gap-sentence'>{esc(gap.sentence or 'No gap sentence in results.')}</p>"
         f"<p class='tau'>Kendall's tau between the capability and overall rankings: "
-        f"{esc(fmt.with_interval(tau, gap.get('kendall_tau_interval')))}</p>"
+        f"{esc(fmt.with_interval(gap.kendall_tau, gap.kendall_tau_interval))}</p>"
     )
     lib_html = f"<script>{lib}</script>" if lib is not None else ""
     return (

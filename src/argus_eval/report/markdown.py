@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
-from typing import Any
 
 from argus_eval.report import tables
 from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.tables import Table
+from argus_eval.results_model import Results
 
 
 def md_text(text: str) -> str:
@@ -32,35 +31,26 @@ def md_table(t: Table) -> list[str]:
     return [*lines, ""]
 
 
-def _manifest_lines(results: Mapping[str, Any]) -> list[str]:
-    man = results["manifest"]
-    git = man.get("git") or {}
-    versions = man.get("versions") or {}
-    hw = man.get("hardware") or {}
+def _manifest_lines(results: Results) -> list[str]:
+    man = results.manifest
     lines = ["## Run manifest", ""]
-    lines.append(
-        f"- git: {git.get('revision') or 'unknown'}" + (" (with local edits)" if git.get("dirty") else "")
-    )
-    lines.append(f"- seeds: {json.dumps(man.get('seeds'), sort_keys=True)}")
-    lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-    lines.append("- hardware: " + ", ".join(f"{k}: {v}" for k, v in hw.items()))
-    opts = results.get("scoring_options")
-    if opts:
-        lines.append(f"- scoring options: `{json.dumps(opts, sort_keys=True)}`")
+    lines.append(f"- git: {man.git.revision or 'unknown'}" + (" (with local edits)" if man.git.dirty else ""))
+    lines.append(f"- seeds: {json.dumps(man.seeds.model_dump(), sort_keys=True)}")
+    lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in man.versions.items()))
+    lines.append("- hardware: " + ", ".join(f"{k}: {v}" for k, v in man.hardware.items()))
+    opts = results.scoring_options.model_dump(mode="json")
+    lines.append(f"- scoring options: `{json.dumps(opts, sort_keys=True)}`")
     return [*lines, ""]
 
 
-def render_summary(results: Mapping[str, Any]) -> str:
-    """Markdown summary of a results.json: gap sentence, every table, notes and the manifest."""
-    name = (results["manifest"].get("config") or {}).get("name", "run")
-    lines = [f"# ARGUS-EVAL summary: {md_text(str(name))}", ""]
-    gap = results.get("gap") or {}
-    if gap.get("sentence"):
-        lines += [f"**Capability-reliability gap:** {md_text(gap['sentence'])}", ""]
+def render_summary(results: Results) -> str:
+    """Markdown summary of a run's results: gap sentence, every table, notes and the manifest."""
+    lines = [f"# ARGUS-EVAL summary: {md_text(results.manifest.run_name)}", ""]
+    if results.gap.sentence:
+        lines += [f"**Capability-reliability gap:** {md_text(results.gap.sentence)}", ""]
     for t in [*tables.all_tables(results), *comparison_tables(results)]:
         lines += md_table(t)
-    notes = results.get("notes") or []
-    if notes:
-        lines += ["## Notes", "", *[f"- {md_text(n)}" for n in notes], ""]
+    if results.notes:
+        lines += ["## Notes", "", *[f"- {md_text(n)}" for n in results.notes], ""]
     lines += _manifest_lines(results)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -37,3 +37,11 @@ class CellSummary(Block):
     @property
     def is_clean(self) -> bool:
         return self.condition == "clean"
+
+    def scalar_metrics(self) -> dict[str, float | None]:
+        """The metrics that are single figures (numbers or null), in the order the cell lists them."""
+        return {
+            k: v
+            for k, v in self.metrics.items()
+            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+        }

@@ -35,6 +35,12 @@ class EfficiencyBlock(Block):
     fingerprint: dict[str, Json]
     projections: list[Projection] | None = None
 
+    @property
+    def fingerprint_id(self) -> str:
+        """The short id of the hardware fingerprint ("" when the profile carries none)."""
+        fid = self.fingerprint.get("id")
+        return fid if isinstance(fid, str) else ""
+
 
 class TrialBlock(Block):
     """One timing trial: latency per sample, throughput, and the round it ran in."""

@@ -76,3 +76,9 @@ class Manifest(Block):
     protocols: list[str]
     skipped: list[LeftOutPair]
     not_applicable: list[NotApplicable]
+
+    @property
+    def run_name(self) -> str:
+        """The config's name ("run" when it has none)."""
+        name = self.config.get("name")
+        return name if isinstance(name, str) else "run"

@@ -71,6 +71,10 @@ class ModelRow(Block):
         iv = self.intervals.get(axis)
         return None if iv is None or self.value(axis) is None else iv
 
+    def why_undefined(self, axis: str) -> str:
+        """The recorded reason an axis is undefined."""
+        return self.undefined.get(axis, "no reason recorded")
+
     def per_task(self, axis: str) -> dict[str, float | None] | None:
         """detail.<axis>.per_task, when the axis reports one."""
         d = self.detail.get(axis)
@@ -138,6 +142,11 @@ class Rankings(Block):
     overall: list[RankEntry]
     pairwise: Pairwise | None
 
+    def share(self, axis: str, a: str, b: str) -> float | None:
+        """P(a beats b) on an axis ("ARGUS" or "P"); None without a bootstrap or a share for the pair."""
+        table = (self.pairwise or {}).get(axis) or {}
+        return table.get(a, {}).get(b)
+
     def ranks(self, which: str) -> dict[str, int | None]:
         """model -> rank in "capability" or "overall"."""
         entries = self.capability if which == "capability" else self.overall
@@ -189,6 +198,11 @@ class ComparisonBlock(Block):
     head_to_head: Pairwise
     win_rate: dict[str, dict[str, Number | None]]
     shared_parts: dict[str, dict[str, dict[str, int]]]
+
+    def not_comparable_reason(self, a: str, b: str) -> str | None:
+        """Why a and b (either order) are not comparable, if they are not."""
+        pair = sorted((a, b))
+        return next((nc.reason for nc in self.not_comparable if sorted(nc.models) == pair), None)
 
 
 class BootstrapBlock(Block):
@@ -252,3 +266,8 @@ class ScorecardPart(Block):
     def radar_axes(self) -> tuple[str, ...]:
         """The base axes drawn on the radar chart."""
         return tuple(a.name for a in self.axes if a.radar)
+
+    def model_order(self) -> list[str]:
+        """Models by overall rank (then any model without one), as the scorecard lists them."""
+        ranked = [r.model for r in self.rankings.overall if r.model in self.models]
+        return ranked + [m for m in self.models if m not in ranked]
