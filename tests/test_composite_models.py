@@ -314,3 +314,46 @@ def test_paper_preset_dry_run_shows_blip_on_three_tasks_with_three_checkpoints(
         ("captioning", "blip-caption-base", "caption"),
         ("reasoning", "blip-vqa-base", "generate"),
     }
+
+
+def test_profile_takes_a_composite_by_name_and_times_each_tasks_checkpoint(
+    cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(_config(cache, _specs(), efficiency=False)))
+    argv = ["argus", "profile", "-m", "BLIP", "-c", str(path), "--batch-size", "2", "--device", "cpu"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--json"])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    assert ei.value.code == 0
+    per_task = json.loads(capsys.readouterr().out)
+    assert set(per_task) == set(HEADS)
+    for task, family in HEADS.items():
+        on = per_task[task]["measured_on"]
+        assert (on["task"], on["checkpoint"], on["protocol"]) == (
+            task,
+            f"hf:{tiny_dir(family)}",
+            NATIVE[task],
+        )
+        assert per_task[task]["params"] == _params(tiny_dir(family))
+
+
+def test_a_task_the_mapping_leaves_out_is_named_not_run(
+    cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = _write(tmp_path, cache, PRESETS_OK)  # no captioning checkpoint
+    monkeypatch.setattr(sys, "argv", ["argus", "run", "-c", str(path), "--dry-run", "--json"])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    assert ei.value.code == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert {(r["task"], r["checkpoint"]) for r in plan["cells"]} == set(PRESETS_OK.items())
+    [left_out] = plan["skipped"]
+    assert (left_out["model"], left_out["task"]) == ("BLIP", "captioning")
+    assert "maps no checkpoint to captioning" in left_out["reason"]

@@ -244,7 +244,8 @@ def profile(
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Take datasets from this config.")
+        Path | None,
+        typer.Option("--config", "-c", help="Take datasets, models and timing settings from this config."),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "auto",

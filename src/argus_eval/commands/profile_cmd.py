@@ -94,7 +94,8 @@ def profile_command(
         {
             "models": [entry],
             "perturbations": [],
-            "efficiency": {"enabled": True, "batch_size": batch_size},
+            # the config's timing settings (trials, repeats, warmup, threads), at this batch size
+            "efficiency": {**data.get("efficiency", {}), "enabled": True, "batch_size": batch_size},
         }
     )
     if base is None:

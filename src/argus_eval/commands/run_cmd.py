@@ -130,12 +130,24 @@ def dry_run_plan(
         )
         return
     table = Table(title=f"plan of {cfg_path}")
-    for col in ("model", "task", "dataset", "conditions", "samples", "protocol", "calls/cell", "calls"):
+    # checkpoint: the spec serving the row (a composite model names a different one per task)
+    cols = (
+        "model",
+        "task",
+        "checkpoint",
+        "dataset",
+        "conditions",
+        "samples",
+        "protocol",
+        "calls/cell",
+        "calls",
+    )
+    for col in cols:
         table.add_column(col)
     for r in rows:
         table.add_row(
-            r["model"], r["task"], r["dataset"], str(r["conditions"]), str(r["samples"]), r["protocol"],
-            f"{r['calls_per_cell']:,}", f"{r['calls']:,}",
+            r["model"], r["task"], r["checkpoint"], r["dataset"], str(r["conditions"]), str(r["samples"]),
+            r["protocol"], f"{r['calls_per_cell']:,}", f"{r['calls']:,}",
         )  # fmt: skip
     console.print(table)
     for s in skipped:
