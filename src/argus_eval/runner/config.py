@@ -96,9 +96,11 @@ class RunConfig(BaseModel):
         """Every section in its owner's typed model: dataset formats, tasks, expanded conditions."""
         from argus_eval.perturb.conditions import expand_conditions
         from argus_eval.runner.executors import EXECUTORS
+        from argus_eval.runner.plan import check_task_keys
         from argus_eval.tasks.registry import parse_tasks
 
         EXECUTORS.get(self.executor)
+        check_task_keys(self.models)  # at parse time, so the error names the config file
         return RunSpec(
             name=self.name,
             seed=self.seed,

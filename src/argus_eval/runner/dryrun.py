@@ -38,11 +38,9 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
 
 
 def model_calls(cell: Cell) -> int:
-    """Model inputs one cell sends (pairs scored, texts and images embedded, samples answered), from the
-    task when it knows its protocol's cost (retrieval by pair scores grows as images x texts), else one
-    per sample."""
-    count = getattr(cell.task, "model_calls", None)
-    return int(count(cell.protocol, cell.samples)) if callable(count) else len(cell.samples)
+    """Model inputs one cell sends (pairs scored, texts and images embedded, samples answered): the
+    protocol's own cost (retrieval by pair scores grows as images x texts)."""
+    return cell.protocol.model_calls(cell.samples)
 
 
 def _tasks_of(checkpoint: ModelConfig, models: Sequence[ModelConfig]) -> dict[str, str]:

@@ -200,10 +200,6 @@ class Task(ABC):
         """Hash of everything about the request that changes a model's answer (prompt, options)."""
         return fingerprint_of(self.name, protocol.name, self.options.model_dump(mode="json"))
 
-    def model_calls(self, protocol: ProtocolChoice, samples: Sequence[Sample]) -> int:
-        """Model inputs one cell of these samples sends under protocol (the dry run prints them)."""
-        return protocol.model_calls(samples)
-
     def accepts(self, condition_kind: str) -> bool:
         return condition_kind in self.accepts_kinds
 
