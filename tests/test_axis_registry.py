@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from argus_eval.report.build import write_reports
+from argus_eval.results_model import load_results
 from argus_eval.scoring.axis_registry import AXIS_REGISTRY, AxisInputs, AxisSpec, axis_names, register_axis
 from argus_eval.scoring.types import AxisSeries
 from report_fixtures import make_run
@@ -37,6 +38,9 @@ def test_registered_axis_shows_everywhere(tmp_path: Path, toy_axis: str) -> None
     run_dir = make_run(tmp_path / "run", hostile=False, failures=False)
     results = json.loads((run_dir / "results.json").read_text())
     assert [a["name"] for a in results["axes"]] == list(axis_names())
+    typed = load_results(run_dir / "results.json")  # the Results model reads an axis it was never told of
+    assert typed.axis_names == axis_names()
+    assert all(typed.models[m].value(toy_axis) == results["models"][m][toy_axis] for m in typed.models)
     defined = 0
     for name, m in results["models"].items():
         assert toy_axis in m and toy_axis in m["intervals"] and toy_axis in m["detail"], name
@@ -54,7 +58,9 @@ def test_registered_axis_shows_everywhere(tmp_path: Path, toy_axis: str) -> None
     m0 = next(iter(results["models"]))
     row = next(line for line in summary.splitlines() if line.startswith(f"| {m0} |") and "[" in line)
     assert f"{results['models'][m0][toy_axis]:.3f}" in row
-    assert ">EVEN<" in (run_dir / "report.html").read_text()
+    page = (run_dir / "report.html").read_text()
+    assert "<th>EVEN</th>" in page and f"{results['models'][m0][toy_axis]:.3f}" in page
+    assert "EVEN" in (run_dir / "scorecard.csv").read_text().splitlines()[0].split(",")
 
 
 def test_without_the_toy_axis_the_scorecard_is_the_papers(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from PIL import Image
 
 from argus_eval.report.gallery import build_gallery, select_worst, thumbnail
+from argus_eval.report.samples import SampleLine
 
 
 def _rec(cell: str, sid: str, score: float | None, **extra: Any) -> dict[str, Any]:
@@ -29,16 +30,17 @@ def test_select_worst_keeps_failed_then_lowest_per_cell() -> None:
     recs = [_rec("a", f"s{i}", s) for i, s in enumerate([0.9, 0.1, 1.0, 0.5, None, 0.1, 0.3] * 5)]
     recs = [{**r, "sample_id": f"{r['sample_id']}-{i}"} for i, r in enumerate(recs)]
     recs += [_rec("b", "only", 0.7), _rec("c", "perfect", 1.0)]
-    kept, total, candidates = select_worst(recs, per_cell=3)
+    lines = [SampleLine.model_validate(r) for r in recs]
+    kept, total, candidates = select_worst(lines, per_cell=3)
     assert total == 37
     assert candidates == 37 - 5 - 1  # perfect scores are not failures
-    assert [r["score"] for r in kept[("a", "t", "d", "clean")]] == [None, None, None]
-    assert [r["score"] for r in select_worst(recs, per_cell=8)[0][("a", "t", "d", "clean")]] == [None] * 5 + [
+    assert [r.score for r in kept[("a", "t", "d", "clean")]] == [None, None, None]
+    assert [r.score for r in select_worst(lines, per_cell=8)[0][("a", "t", "d", "clean")]] == [None] * 5 + [
         0.1,
         0.1,
         0.1,
     ]
-    assert [r["sample_id"] for r in kept[("b", "t", "d", "clean")]] == ["only"]
+    assert [r.sample_id for r in kept[("b", "t", "d", "clean")]] == ["only"]
     assert ("c", "t", "d", "clean") not in kept
 
 

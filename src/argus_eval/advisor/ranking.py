@@ -52,12 +52,10 @@ def score(model: ModelView, p: float | None, w: Weighting) -> Score:
     """ARGUS under w: the run's value when w is its own, else the weighted mean of the defined terms
     (P from `p`), weights renormalised over them, like the scorecard does."""
     if w.own:
-        reason = model.undefined.get("ARGUS", "ARGUS undefined in results.json")
-        return Score(model.axes["ARGUS"], {} if model.axes["ARGUS"] is not None else {"ARGUS": reason})
-    terms = {**{a: model.axes[a] for a in AXIS_ORDER}, "P": p}
-    left_out = {
-        a: model.undefined.get(a, "undefined") for a, wt in w.weights.items() if wt > 0 and terms[a] is None
-    }
+        overall = model.row.value("ARGUS")
+        return Score(overall, {} if overall is not None else {"ARGUS": model.row.why_undefined("ARGUS")})
+    terms = {**{a: model.row.value(a) for a in AXIS_ORDER}, "P": p}
+    left_out = {a: model.row.why_undefined(a) for a, wt in w.weights.items() if wt > 0 and terms[a] is None}
     used = {a: wt for a, wt in w.weights.items() if wt > 0 and terms[a] is not None}
     if not used:
         return Score(None, left_out)
@@ -86,9 +84,8 @@ def confidence(
             f" and P over all tasks, not {w.task!r} alone" if w.task else ""
         )
         return Confidence(None, why, (None, None), point_tie)
-    ivs = (run.models[winner].intervals.get("ARGUS"), run.models[runner_up].intervals.get("ARGUS"))
-    table = (run.pairwise or {}).get("ARGUS", {})
-    share = table.get(winner, {}).get(runner_up)
+    ivs = (run.models[winner].row.interval("ARGUS"), run.models[runner_up].row.interval("ARGUS"))
+    share = run.rankings.share("ARGUS", winner, runner_up)
     if share is None:
         why = "results.json has no bootstrap pairwise share for this pair (rankings.pairwise.ARGUS)"
         return Confidence(None, why, ivs, point_tie)

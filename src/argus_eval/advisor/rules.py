@@ -84,9 +84,8 @@ class Check:
 
 
 def _rr(model: ModelView, _figs: DeviceFigures) -> Figure:
-    value = model.axes["RR"]
-    reason = model.undefined.get("RR", "RR is undefined in results.json")
-    return Figure(value, None, "" if value is not None else reason)
+    value = model.row.value("RR")
+    return Figure(value, None, "" if value is not None else model.row.why_undefined("RR"))
 
 
 def _device_memory(c: Constraints, f: DeviceFigures) -> float | None:

@@ -7,44 +7,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from argus_eval.advisor.constraints import AXIS_ORDER
-from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.errors import ResultsError
 from argus_eval.results_model import Results
 from argus_eval.results_model.efficiency import EfficiencyBlock
+from argus_eval.results_model.scorecard import ModelRow, Rankings
 
 SCORE_AXES = (*AXIS_ORDER, "ARGUS")
 
 Interval = tuple[float, float] | None
-Pairwise = dict[str, dict[str, dict[str, float | None]]]
 
 
 @dataclass(frozen=True)
 class ModelView:
-    """One model's axes (None where undefined), why undefined, intervals, P per task and efficiency."""
+    """One model as the advisor reads it: its scorecard row, P per task (None when the run has none)
+    and its efficiency profile."""
 
     name: str
-    axes: dict[str, float | None]
-    undefined: dict[str, str]
-    intervals: dict[str, Interval]
+    row: ModelRow
     per_task: dict[str, float] | None
-    efficiency: EfficiencyProfile | None
+    efficiency: EfficiencyBlock | None
+
+    @property
+    def axes(self) -> dict[str, float | None]:
+        """The axes the advisor weighs (None where undefined)."""
+        return {a: self.row.value(a) for a in SCORE_AXES}
 
 
 @dataclass(frozen=True)
 class RunView:
-    """The run's models, its own ARGUS weights, and bootstrap pairwise shares (None without a bootstrap)."""
+    """The run's models, its own ARGUS weights, its rankings (bootstrap pairwise shares) and claim level."""
 
     models: dict[str, ModelView]
     weights: dict[str, float]
-    pairwise: Pairwise | None
+    rankings: Rankings
     resamples: int | None
     # "A above B" needs at least this share of resamples (the run's scoring.claim_confidence)
     claim_confidence: float = 0.95
-
-
-def _profile(block: EfficiencyBlock | None) -> EfficiencyProfile | None:
-    # the measured figures only: device projections are the advisor's own (figures.py)
-    return None if block is None else EfficiencyProfile.from_json(block.model_dump(exclude={"projections"}))
 
 
 def _cells_per_task(results: Results) -> dict[str, dict[str, float]]:
@@ -84,19 +82,12 @@ def read_view(results: Results) -> RunView:
             if per_task is not None
             else fallback.get(name)
         )
-        models[name] = ModelView(
-            name,
-            {a: row.value(a) for a in SCORE_AXES},
-            dict(row.undefined),
-            {a: row.interval(a) for a in SCORE_AXES},
-            table,
-            _profile(results.profile(name)),
-        )
+        models[name] = ModelView(name, row, table, results.profile(name))
     boot = results.bootstrap
     return RunView(
         models,
         _weights(results),
-        results.rankings.pairwise,
+        results.rankings,
         None if boot is None else boot.resamples,
         results.comparison.claim_confidence,
     )

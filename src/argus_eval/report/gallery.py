@@ -20,7 +20,7 @@ from PIL import Image, UnidentifiedImageError
 from argus_eval.data.images import load_image
 from argus_eval.errors import ArgusError
 from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
-from argus_eval.report.samples import CellKey, cell_key, iter_samples
+from argus_eval.report.samples import CellKey, SampleLine, iter_samples
 
 MAX_TEXT = 600  # characters of a question, prediction or reference shown in the gallery
 MAX_REFERENCES = 5
@@ -42,30 +42,28 @@ class Gallery:
         return self.candidates - len(self.items)
 
 
-def _badness(rec: dict[str, Any]) -> tuple[int, float, str]:
+def _badness(rec: SampleLine) -> tuple[int, float, str]:
     # Failed samples first, then by score ascending; the sample id keeps the order deterministic.
-    score = rec.get("score")
-    return (0, 0.0, rec["sample_id"]) if score is None else (1, float(score), rec["sample_id"])
+    return (0, 0.0, rec.sample_id) if rec.score is None else (1, float(rec.score), rec.sample_id)
 
 
-def _is_candidate(rec: dict[str, Any]) -> bool:
-    score = rec.get("score")
-    return score is None or float(score) < 1.0
+def _is_candidate(rec: SampleLine) -> bool:
+    return rec.score is None or float(rec.score) < 1.0
 
 
 def select_worst(
-    records: Iterable[dict[str, Any]], per_cell: int
-) -> tuple[dict[CellKey, list[dict[str, Any]]], int, int]:
+    records: Iterable[SampleLine], per_cell: int
+) -> tuple[dict[CellKey, list[SampleLine]], int, int]:
     """Per cell, the per_cell worst candidate records (sorted worst first); also the number of records
     read and of candidates. Memory stays O(cells x per_cell)."""
-    kept: dict[CellKey, list[dict[str, Any]]] = {}
+    kept: dict[CellKey, list[SampleLine]] = {}
     total = candidates = 0
     for rec in records:
         total += 1
         if not _is_candidate(rec):
             continue
         candidates += 1
-        bucket = kept.setdefault(cell_key(rec), [])
+        bucket = kept.setdefault(rec.key, [])
         bucket.append(rec)
         if len(bucket) > 4 * per_cell + 8:  # trim in batches: amortised O(1) per record
             bucket.sort(key=_badness)
@@ -76,8 +74,8 @@ def select_worst(
     return kept, total, candidates
 
 
-def _round_robin(kept: dict[CellKey, list[dict[str, Any]]], max_total: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _round_robin(kept: dict[CellKey, list[SampleLine]], max_total: int) -> list[SampleLine]:
+    out: list[SampleLine] = []
     keys = sorted(kept)
     depth = 0
     while len(out) < max_total and any(depth < len(kept[k]) for k in keys):
@@ -85,7 +83,7 @@ def _round_robin(kept: dict[CellKey, list[dict[str, Any]]], max_total: int) -> l
             if depth < len(kept[k]) and len(out) < max_total:
                 out.append(kept[k][depth])
         depth += 1
-    return sorted(out, key=lambda r: (cell_key(r), _badness(r)))
+    return sorted(out, key=lambda r: (r.key, _badness(r)))
 
 
 def _clip(text: Any) -> str | None:
@@ -121,9 +119,9 @@ def thumbnail(path: Path, max_side: int) -> str | None:
         return None
 
 
-def _image_file(rec: dict[str, Any], run_dir: Path) -> Path | None:
-    for cand in (rec.get("image_path"), rec.get("image")):
-        if isinstance(cand, str) and cand:
+def _image_file(rec: SampleLine, run_dir: Path) -> Path | None:
+    for cand in (rec.image_path, rec.image):
+        if cand:
             p = Path(cand)
             for q in (p, run_dir / p) if not p.is_absolute() else (p,):
                 if q.is_file():
@@ -175,25 +173,24 @@ def build_gallery(
         tid: str | None = None
         perturbed: str | None = None
         if img is not None:
-            tid = thumb_id(img, "clean", rec["sample_id"])
-            if run_seed is not None and str(rec["condition"]).startswith("image:"):
-                perturbed = thumb_id(img, str(rec["condition"]), rec["sample_id"])
-        if tid is None and (rec.get("image") or rec.get("image_path")):
+            tid = thumb_id(img, "clean", rec.sample_id)
+            if run_seed is not None and rec.condition.startswith("image:"):
+                perturbed = thumb_id(img, rec.condition, rec.sample_id)
+        if tid is None and (rec.image or rec.image_path):
             g.missing_images += 1
-        score = rec.get("score")
         g.items.append(
             {
-                "model": rec["model"],
-                "task": rec["task"],
-                "dataset": rec["dataset"],
-                "condition": rec["condition"],
-                "protocol": rec.get("protocol"),
-                "sample_id": rec["sample_id"],
-                "score": None if score is None else float(score),
-                "question": _clip(rec.get("question")),
-                "prediction": _clip(rec.get("prediction")),
-                "reference": _reference(rec.get("reference")),
-                "error": _clip(rec.get("error")),
+                "model": rec.model,
+                "task": rec.task,
+                "dataset": rec.dataset,
+                "condition": rec.condition,
+                "protocol": rec.protocol,
+                "sample_id": rec.sample_id,
+                "score": None if rec.score is None else float(rec.score),
+                "question": _clip(rec.question),
+                "prediction": _clip(rec.prediction),
+                "reference": _reference(rec.reference),
+                "error": _clip(rec.error),
                 "thumb": tid,
                 "thumb_perturbed": perturbed,
             }

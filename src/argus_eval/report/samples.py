@@ -1,4 +1,4 @@
-"""Streaming reader of samples.jsonl (one JSON object per sample and cell).
+"""Streaming reader of samples.jsonl (one JSON object per sample and cell), each line typed.
 
 A run can hold hundreds of thousands of lines, so nothing here keeps the whole file in memory unless
 the caller asks for it.
@@ -9,16 +9,37 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+from pydantic import ConfigDict, ValidationError
 
 from argus_eval.errors import ResultsError
+from argus_eval.results_model.base import Json, Number
+from argus_eval.results_model.io import field_error
+from argus_eval.results_model.scorecard import CellKeyFields
 
 CellKey = tuple[str, str, str, str]
-_KEY_FIELDS = ("model", "task", "dataset", "condition")
 
 
-def iter_samples(path: Path) -> Iterator[dict[str, Any]]:
-    """Every record of samples.jsonl; a missing file yields nothing, a broken line is a ResultsError."""
+class SampleLine(CellKeyFields):
+    """One sample of one cell (its key fields) as the run wrote it: where it came from, what the model
+    answered and its score (None when it failed, with the error). Keys a reader does not use are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sample_id: str
+    protocol: str | None = None
+    image: str | None = None
+    image_path: str | None = None
+    question: Json = None
+    prediction: Json = None
+    reference: Json = None
+    score: Number | None = None
+    error: Json = None
+
+
+def iter_samples(path: Path) -> Iterator[SampleLine]:
+    """Every line of samples.jsonl; a missing file yields nothing, a broken line is a ResultsError naming
+    the file, the line and the field."""
     if not path.exists():
         return
     with open(path, encoding="utf-8") as fh:
@@ -31,24 +52,17 @@ def iter_samples(path: Path) -> Iterator[dict[str, Any]]:
                 raise ResultsError(f"{path}:{lineno}: not a JSON object ({e})") from None
             if not isinstance(rec, dict):
                 raise ResultsError(f"{path}:{lineno}: not a JSON object")
-            for k in (*_KEY_FIELDS, "sample_id"):
-                if not isinstance(rec.get(k), str):
-                    raise ResultsError(f"{path}:{lineno}: field {k!r} is missing or not a string")
-            score = rec.get("score")
-            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-                raise ResultsError(f"{path}:{lineno}: field 'score' must be a number or null, got {score!r}")
-            yield rec
-
-
-def cell_key(rec: dict[str, Any]) -> CellKey:
-    """(model, task, dataset, condition) of a record."""
-    return (rec["model"], rec["task"], rec["dataset"], rec["condition"])
+            try:
+                item = SampleLine.model_validate(rec)
+            except ValidationError as e:
+                raise ResultsError(f"{path}:{lineno}: {field_error(e)}") from None
+            yield item
 
 
 def scores_by_cell(path: Path) -> dict[CellKey, dict[str, float]]:
     """cell -> sample_id -> score, for the scored samples only (failed ones have no score)."""
     out: dict[CellKey, dict[str, float]] = {}
     for rec in iter_samples(path):
-        if rec.get("score") is not None:
-            out.setdefault(cell_key(rec), {})[rec["sample_id"]] = float(rec["score"])
+        if rec.score is not None:
+            out.setdefault(rec.key, {})[rec.sample_id] = float(rec.score)
     return out

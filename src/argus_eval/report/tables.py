@@ -182,8 +182,8 @@ def robustness(results: Results) -> Table:
                     _t("-" if r.severity is None else r.severity),
                     _t(fmt.num(r.clean)),
                     _t(fmt.num(r.perturbed)),
-                    _t(fmt.with_interval(r.retention, r.intervals.get("retention"))),
-                    _t(fmt.with_interval(r.flip_rate, r.intervals.get("flip_rate"))),
+                    _t(fmt.with_interval(r.retention, r.intervals.retention)),
+                    _t(fmt.with_interval(r.flip_rate, r.intervals.flip_rate)),
                 ]
             )
     return t
@@ -276,7 +276,7 @@ def efficiency(results: Results) -> Table:
                 _t(fmt.num(p.peak_memory_mb, 1)),
                 _t(fmt.big(p.flops_per_sample)),
                 _t(fmt.big(p.params)),
-                _t(p.fingerprint_id or "-"),
+                _t(p.fingerprint.id or "-"),
                 _t(proj),
             ]
         )

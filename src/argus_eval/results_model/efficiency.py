@@ -3,7 +3,28 @@ the run's timing trials (per model and task) with their noise and what was left 
 
 from __future__ import annotations
 
+from pydantic import ConfigDict, Field
+
 from argus_eval.results_model.base import Block, Json, Number
+
+
+class Fingerprint(Block):
+    """The hardware (and software) a figure was measured on. id identifies it; cpu, gpu, device and
+    dtype are what readers match and project on; further keys (cores, torch, driver, ...) are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Json] = Field(init=False)
+
+    id: str | None = None
+    cpu: str | None = None
+    gpu: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+
+    @property
+    def hardware(self) -> str:
+        """The device a person would name: the GPU, else the CPU, else the fingerprint id."""
+        return self.gpu or self.cpu or self.id or "unnamed hardware"
 
 
 class Projection(Block):
@@ -32,14 +53,8 @@ class EfficiencyBlock(Block):
     peak_memory_mb: Number
     flops_per_sample: int | None
     params: int | None
-    fingerprint: dict[str, Json]
+    fingerprint: Fingerprint
     projections: list[Projection] | None = None
-
-    @property
-    def fingerprint_id(self) -> str:
-        """The short id of the hardware fingerprint ("" when the profile carries none)."""
-        fid = self.fingerprint.get("id")
-        return fid if isinstance(fid, str) else ""
 
 
 class TrialBlock(Block):
@@ -65,7 +80,7 @@ class TaskTimingBlock(Block):
     memory_basis: str
     flops_per_sample: int | None
     params: int | None
-    fingerprint: dict[str, Json]
+    fingerprint: Fingerprint
 
 
 class TimingNoise(Block):

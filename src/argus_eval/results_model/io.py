@@ -39,7 +39,8 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _describe(e: ValidationError) -> str:
+def field_error(e: ValidationError) -> str:
+    """The first error of a validation as "json.path[0].field: what is wrong" (and how many more)."""
     errors = e.errors(include_url=False)
     first = errors[0]
     where = _where(tuple(first["loc"]))
@@ -78,7 +79,7 @@ def results_from_data(data: Any, source: str = "results.json") -> Results:
                 f"; it was written by an older ARGUS-EVAL (schema {old!r}): regenerate it with "
                 "`argus run --out <its run directory>` (resumes from the store, no model is called again)"
             )
-        raise ResultsError(f"{source}: {_describe(e)}{hint}") from None
+        raise ResultsError(f"{source}: {field_error(e)}{hint}") from None
 
 
 def load_results(path: Path) -> Results:

@@ -28,6 +28,13 @@ class AxisDetail(Block):
     per_task: dict[str, Number | None] | None = None
 
 
+class RetentionIntervals(Block):
+    """Bootstrap intervals of a perturbed cell's retention and flip rate (absent without resamples)."""
+
+    retention: Interval = None
+    flip_rate: Interval = None
+
+
 class Retention(Block):
     """One perturbed cell of a model against its clean cell, paired on the same samples."""
 
@@ -40,7 +47,7 @@ class Retention(Block):
     perturbed: Number | None
     retention: Number | None
     flip_rate: Number | None
-    intervals: dict[str, Interval]
+    intervals: RetentionIntervals
 
 
 class ModelRow(Block):
