@@ -54,7 +54,7 @@ def test_bad_lines_of_a_vcr_training_file_are_counted_too(tmp_path: Path) -> Non
     train = write_jsonl(tmp_path / "train.jsonl", _bad_lines())
     ds = load(tmp_path, format="vcr", annotations=val, images=tmp_path, train_annotations=train)
     assert [r.record for r in ds.skipped if r.source == str(train)][:1] == ["line 2 (annot_id 'a1')"]
-    assert len(ds.train_answers) == 4  # a0 and a5, one answer per mode (q2a, qa2r)
+    assert len(ds.train_prior.answers) == 4  # a0 and a5, one answer per mode (q2a, qa2r)
     with pytest.raises(DatasetError, match=r"dataset 't', key train_annotations: .*train\.jsonl: line 2"):
         load(tmp_path, format="vcr", annotations=val, images=tmp_path, train_annotations=train, strict=True)
 

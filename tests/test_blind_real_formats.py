@@ -133,8 +133,8 @@ def test_without_the_training_file_the_baseline_names_the_key(tmp_path: Path) ->
 
 def test_evaluating_the_training_split_withholds_the_prior(tmp_path: Path) -> None:
     ds = load(tmp_path, format="clevr", questions=CLEVR_TRAIN, train_questions=CLEVR_TRAIN, split="train")
-    assert ds.train_answers == ()
-    assert "the evaluated split is the training split" in str(ds.train_answers_withheld)
+    assert ds.train_prior.answers == ()
+    assert "the evaluated split is the training split" in str(ds.train_prior.withheld)
     assert "key train_questions" in _score(ds).breakdown["blind_baseline"]["skipped"]
 
 

@@ -251,6 +251,6 @@ def test_optional_packages_missing_say_so(tmp_path: Path) -> None:
 def test_shapesworld_withholds_the_prior_when_evaluating_its_training_split(tmp_path: Path) -> None:
     small = {"format": "shapesworld", "n_images": 3, "train_images": 3, "questions_per_image": 3}
     train = load(tmp_path, name="sw", split="train", **small)
-    assert train.train_answers == () and "training split" in str(train.train_answers_withheld)
+    assert train.train_prior.answers == () and "training split" in str(train.train_prior.withheld)
     test = load(tmp_path, name="sw", split="test", **small)
-    assert test.train_answers_withheld is None and len(test.train_answers) == 9
+    assert test.train_prior.withheld is None and len(test.train_prior.answers) == 9

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from argus_eval.data.blind import blind_answers, blind_prior
-from argus_eval.data.types import Dataset, Sample
+from argus_eval.data.types import Dataset, Sample, TrainPrior
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.records import Record
 from task_fixtures import protocol_named
@@ -36,7 +36,7 @@ def _q(i: int, family: str, qtype: str, answer: str, choices: tuple[str, ...] = 
 
 
 def _dataset(samples: list[Sample], train: tuple[tuple[str, str, str], ...] = TRAIN) -> Dataset:
-    return Dataset("toy", samples, Path("."), "fp", train_answers=train)
+    return Dataset("toy", samples, Path("."), "fp", train_prior=TrainPrior(train))
 
 
 def test_prior_falls_back_from_pair_to_type_to_family_to_overall() -> None:
@@ -101,7 +101,11 @@ def test_multiple_choice_items_have_no_answer_prior() -> None:
 def test_a_withheld_training_split_names_why_there_is_no_baseline() -> None:
     samples = [_q(0, "count_a", "count", "2")]
     ds = Dataset(
-        "toy", samples, Path("."), "fp", train_answers_withheld="the evaluated split is the training split"
+        "toy",
+        samples,
+        Path("."),
+        "fp",
+        train_prior=TrainPrior(withheld="the evaluated split is the training split"),
     )
     out = blind_answers(ds, samples)
     assert out.answers == [] and out.skipped == "dataset 'toy': the evaluated split is the training split"

@@ -1,7 +1,7 @@
 """The blind baseline: answer every question without its image, from training-split answers alone.
 
 A training answer is either the answer text (open-ended QA: CLEVR, VQA) or, for multiple-choice items whose
-options are written per question (VCR), the position of the right option; Dataset.train_answer_form says
+options are written per question (VCR), the position of the right option; Dataset.train_prior.form says
 which, and the same prior rule applies to both.
 
 The prior is the most frequent training answer of the question's (family, question type); an unseen pair
@@ -81,7 +81,7 @@ class BlindAnswers:
 
 @dataclass(frozen=True)
 class AnswerForm:
-    """How a prior answer becomes an item's answer under one Dataset.train_answer_form."""
+    """How a prior answer becomes an item's answer under one TrainPrior.form."""
 
     applies: Callable[[Sample], bool]
     not_applicable: str
@@ -113,12 +113,13 @@ FORMS: dict[str, AnswerForm] = {
 
 def blind_answers(dataset: Dataset, samples: Sequence[Sample]) -> BlindAnswers:
     """Blind answers for samples of dataset, or a named reason why there is no blind baseline."""
-    form = FORMS[dataset.train_answer_form]
+    train = dataset.train_prior
+    form = FORMS[train.form]
     if not all(form.applies(s) for s in samples):
         return BlindAnswers([], {}, form.not_applicable)
-    if dataset.train_answers_withheld is not None:
-        return BlindAnswers([], {}, f"dataset {dataset.name!r}: {dataset.train_answers_withheld}")
-    prior = blind_prior(dataset.train_answers)
+    if train.withheld is not None:
+        return BlindAnswers([], {}, f"dataset {dataset.name!r}: {train.withheld}")
+    prior = blind_prior(train.answers)
     if prior is None:
         return BlindAnswers([], {}, f"dataset {dataset.name!r} carries no training-split answers")
     levels = dict.fromkeys(LEVELS, 0)
@@ -135,9 +136,10 @@ def blind_answers(dataset: Dataset, samples: Sequence[Sample]) -> BlindAnswers:
 
 def baseline_source(dataset: Dataset) -> str:
     """Where a dataset's blind baseline comes from, or why it has none (for the plan and the report)."""
-    if dataset.train_answers_withheld is not None:
-        return dataset.train_answers_withheld
-    if dataset.train_answers:
-        where = dataset.train_answers_source or "the format's own training split"
-        return f"{FORMS[dataset.train_answer_form].rule}, from {where}"
+    train = dataset.train_prior
+    if train.withheld is not None:
+        return train.withheld
+    if train.answers:
+        where = train.source or "the format's own training split"
+        return f"{FORMS[train.form].rule}, from {where}"
     return "not available: this format reads no training split"

@@ -9,22 +9,12 @@ the key, because each would otherwise surface as a silent baseline of 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from argus_eval.data.types import Sample
+from argus_eval.data.types import Sample, TrainPrior
 from argus_eval.errors import DatasetError
 
 TrainAnswers = tuple[tuple[str, str, str], ...]
-
-
-@dataclass(frozen=True)
-class TrainPrior:
-    """(family, question_type, answer) triples of the training split, or why they are withheld."""
-
-    answers: TrainAnswers = ()
-    withheld: str | None = None
-    source: str | None = None
 
 
 def not_given(key: str) -> str:
@@ -81,4 +71,4 @@ def train_prior(
             f"dataset {dataset!r}, key {key}: the answers of {train} share nothing with the evaluated "
             f"split's gold answers; point {key} at this benchmark's training split"
         )
-    return TrainPrior(answers, None, f"{train} (key {key}, {len(answers)} answers)")
+    return TrainPrior(answers, source=f"{train} (key {key}, {len(answers)} answers)")

@@ -51,6 +51,22 @@ class SkippedRecord:
     reason: str
 
 
+@dataclass(frozen=True)
+class TrainPrior:
+    """A QA dataset's training-split answers, what its blind (question-only) baseline is fitted on, or
+    why there are none."""
+
+    # (family, question_type, answer) triples
+    answers: tuple[tuple[str, str, str], ...] = ()
+    # Why answers is empty although the format has a training split (the blind baseline says so).
+    withheld: str | None = None
+    # Where the answers came from (file and config key), for the plan and the report.
+    source: str | None = None
+    # How an answer reads: "text" (the answer itself) or "option_index" (the position of the right
+    # option, for multiple-choice items whose options differ per question, as VCR's do).
+    form: str = "text"
+
+
 @dataclass
 class Dataset:
     """A loaded dataset: samples plus where their images live and a content fingerprint."""
@@ -64,15 +80,7 @@ class Dataset:
     answer_vocab: tuple[str, ...] = ()
     # Training-split text material available to substitute protocols (e.g. a caption bank).
     caption_bank: tuple[str, ...] = ()
-    # Training-split answers as (family, question_type, answer), for the blind (no-image) baseline.
-    train_answers: tuple[tuple[str, str, str], ...] = ()
-    # Why train_answers is empty although the format has a training split (the blind baseline says so).
-    train_answers_withheld: str | None = None
-    # How a training answer reads: "text" (the answer itself) or "option_index" (the position of the right
-    # option, for multiple-choice items whose options differ per question, as VCR's do).
-    train_answer_form: str = "text"
-    # Where train_answers came from (file and config key), for the plan and the report.
-    train_answers_source: str | None = None
+    train_prior: TrainPrior = TrainPrior()
     info: dict[str, Any] = field(default_factory=dict)
     # Whether an image may be a link that resolves outside image_root (data/paths.py checks it).
     allow_symlinks: bool = False

@@ -176,9 +176,7 @@ def load_clevr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         fingerprint=fingerprint_of(options.model_dump(mode="json", exclude={"train_questions"}), files=files),
         skipped=skips.records,
         answer_vocab=ANSWER_VOCAB,
-        train_answers=prior.answers,
-        train_answers_withheld=prior.withheld,
-        train_answers_source=prior.source,
+        train_prior=prior,
         info={"split": options.split, "counts": counts(samples), "unscorable": unscorable},
     )
 

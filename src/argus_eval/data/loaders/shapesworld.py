@@ -25,7 +25,7 @@ from argus_eval.data.loaders.coco import read_coco_captions
 from argus_eval.data.shapesworld.domains import get_domain
 from argus_eval.data.shapesworld.generate import GENERATOR_VERSION
 from argus_eval.data.shapesworld.writer import generate_split
-from argus_eval.data.types import Dataset, Sample, fingerprint_of
+from argus_eval.data.types import Dataset, Sample, TrainPrior, fingerprint_of
 
 DEFAULT_IMAGES: dict[str, int] = {"train": 400, "val": 120, "test": 120}
 MARKER = "complete"
@@ -143,8 +143,9 @@ def load_shapesworld(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         skipped=skips.records,
         answer_vocab=ANSWER_VOCAB,
         caption_bank=read_caption_bank(train / "annotations" / "captions_train.json"),
-        train_answers=() if withheld else read_train_answers(train, Skips(options.strict)),
-        train_answers_withheld=withheld,
+        train_prior=TrainPrior(
+            answers=() if withheld else read_train_answers(train, Skips(options.strict)), withheld=withheld
+        ),
         info=info,
     )
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -256,10 +257,7 @@ def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             options.model_dump(mode="json", exclude={"train_annotations"}), files=[path]
         ),
         skipped=skips.records,
-        train_answers=prior.answers,
-        train_answers_withheld=prior.withheld,
-        train_answers_source=prior.source,
-        train_answer_form="option_index",
+        train_prior=replace(prior, form="option_index"),
         info={
             "counts": counts(samples),
             "unscorable": sum(1 for s in samples if s.metadata.get("unscorable")),

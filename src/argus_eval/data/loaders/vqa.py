@@ -142,9 +142,7 @@ def load_vqa(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             options.model_dump(mode="json", exclude={"train_annotations"}), files=files
         ),
         skipped=skips.records,
-        train_answers=prior.answers,
-        train_answers_withheld=prior.withheld,
-        train_answers_source=prior.source,
+        train_prior=prior,
         info={"counts": counts(samples)},
     )
 
