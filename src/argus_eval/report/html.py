@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from argus_eval.report import charts as ch
 from argus_eval.report import fmt, tables
 from argus_eval.report.comparison_tables import comparison_tables
@@ -128,23 +130,28 @@ def _kv_table(d: Mapping[str, Any]) -> str:
     return f"<table>{rows}</table>" if rows else "<p class='sub'>(none)</p>"
 
 
+def _as_written(block: BaseModel, exclude: set[str] | None = None) -> dict[str, Any]:
+    """A block's fields in the order results.json lists them (sorted keys)."""
+    return dict(sorted(block.model_dump(mode="json", exclude=exclude).items()))
+
+
 def _manifest(results: Results) -> str:
     man = results.manifest
     parts = [
         "<h3>Git</h3>",
         _kv_table({"revision": man.git.revision or "unknown", "local edits": man.git.dirty}),
         "<h3>Seeds</h3>",
-        _kv_table(man.seeds.model_dump()),
+        _kv_table(_as_written(man.seeds)),
         "<h3>Versions</h3>",
         _kv_table(man.versions),
         "<h3>Hardware</h3>",
         _kv_table(man.hardware),
         "<h3>Scoring options</h3>",
-        _kv_table(results.scoring_options.model_dump(mode="json")),
+        _kv_table(_as_written(results.scoring_options)),
     ]
     boot = results.bootstrap
     if boot is not None:
-        parts += ["<h3>Bootstrap</h3>", _kv_table(boot.model_dump(mode="json", exclude={"notes"}))]
+        parts += ["<h3>Bootstrap</h3>", _kv_table(_as_written(boot, exclude={"notes"}))]
         parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in boot.notes) + "</ul>")
     rest = man.model_dump(
         mode="json", exclude={"config", "git", "seeds", "versions", "hardware"}, exclude_unset=True
