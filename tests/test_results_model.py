@@ -5,6 +5,7 @@ and the JSON path of the field."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from argus_eval.errors import ResultsError
+from argus_eval.report.build import write_reports
 from argus_eval.results_model import SCHEMA, Results, load_results, results_from_data, results_text
 from argus_eval.results_model.cells import CellSummary
 from report_fixtures import make_run
@@ -172,3 +174,13 @@ def test_results_are_frozen() -> None:
     loaded = results_from_data(_advisor_results())
     with pytest.raises(ValidationError):
         loaded.notes = ["changed"]  # type: ignore[misc]
+
+
+def test_argus_report_on_a_version_1_run_writes_the_same_reports(fixture_run: Path, tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(fixture_run, old)
+    text = (old / "results.json").read_text(encoding="utf-8")
+    (old / "results.json").write_text(text.replace(SCHEMA, "argus-eval/results/1"), encoding="utf-8")
+    new_paths, old_paths = write_reports(fixture_run), write_reports(old)
+    for new, was in zip(new_paths, old_paths, strict=True):
+        assert new.read_bytes() == was.read_bytes(), new.name
