@@ -132,3 +132,24 @@ def test_zoo_eval_figures_are_the_runs_and_an_argus_run_repeats_them(
     again = run(load_config(out / CONFIG_FILE), tmp_path / "again", quiet=True)
     assert again.samples_written == len(rows)
     assert run_figures(again.typed_results, "lxmert") == entry["eval"]["tasks"]
+
+
+def test_shipped_eval_blocks_are_runs_of_the_tasks_the_models_serve() -> None:
+    import subprocess
+    import sys
+
+    models = catalog.read_manifest()["models"]
+    for name, entry in models.items():
+        ev = entry["eval"]
+        assert ev["config"]["models"][0]["spec"] == f"zoo:{name}"
+        assert sorted(ev["tasks"]) == sorted(
+            str(t if isinstance(t, str) else t["name"]) for t in zoo_tasks(entry)
+        )
+        for per in ev["tasks"].values():
+            assert sorted(per) == sorted(d["name"] for d in ev["config"]["datasets"])
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, str(root / "scripts" / "zoo_tables.py")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert all(f"**{name}**" in proc.stdout for name in models)
