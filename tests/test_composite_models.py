@@ -22,6 +22,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.models.tiny import build_tiny
 from argus_eval.report.build import write_reports
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
@@ -79,7 +80,7 @@ def test_composite_is_one_row_and_each_cell_names_its_checkpoint(cache: Path, tm
     specs = _specs()
     out = tmp_path / "out"
     first = run(parse_config(_config(cache, specs, efficiency=True), "t"), out, quiet=True)
-    res = first.results
+    res = results_json(first.results)
     assert list(res["models"]) == ["BLIP"]
     assert {c["model"] for c in res["cells"]} == {"BLIP"}
     assert {c["task"] for c in res["cells"]} == set(HEADS)
@@ -128,7 +129,9 @@ def test_composite_is_one_row_and_each_cell_names_its_checkpoint(cache: Path, tm
 def test_changing_one_tasks_checkpoint_recomputes_only_its_cells(cache: Path, tmp_path: Path) -> None:
     specs = _specs()
     out = tmp_path / "out"
-    first = run(parse_config(_config(cache, specs, efficiency=False), "t"), out, quiet=True).results
+    first = results_json(
+        run(parse_config(_config(cache, specs, efficiency=False), "t"), out, quiet=True).results
+    )
     other_vqa = build_tiny("blip-vqa", tmp_path / "vqa-seed1", seed=1)  # another checkpoint, same head
     changed = {**specs, "reasoning": f"hf:{other_vqa}"}
     loaded: list[str] = []
@@ -141,10 +144,10 @@ def test_changing_one_tasks_checkpoint_recomputes_only_its_cells(cache: Path, tm
         parse_config(_config(cache, changed, efficiency=False), "t"), out, quiet=True, loader=loader
     )
     assert loaded == [changed["reasoning"]]  # the other checkpoints were neither loaded nor called
-    reasoning = [c for c in outcome.results["cells"] if c["task"] == "reasoning"]
+    reasoning = [c for c in results_json(outcome.results)["cells"] if c["task"] == "reasoning"]
     assert outcome.stats.records_written == sum(c["samples"] for c in reasoning) > 0
     before = {(c["task"], c["condition"]): c for c in first["cells"]}
-    for c in outcome.results["cells"]:
+    for c in results_json(outcome.results)["cells"]:
         old = before[(c["task"], c["condition"])]
         if c["task"] == "reasoning":
             assert c["checkpoint"] == changed["reasoning"]

@@ -20,6 +20,7 @@ from argus_eval.errors import ConfigError, ModelCallError
 from argus_eval.models.api import retry_after
 from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.store import Store
@@ -68,7 +69,7 @@ def test_failed_records_heal_on_rerun_and_no_secret_is_written(
         assert first.stats.failed == n and n > 0
         kept = run(cfg, out, quiet=True, retry_failed=False)  # --no-retry-failed keeps them
         assert kept.stats.forward_calls == 0 and kept.stats.retried == 0
-        assert sum(c["failed"] for c in kept.results["cells"]) == n
+        assert sum(c["failed"] for c in results_json(kept.results)["cells"]) == n
 
         state.up, state.answer_chars = True, 500
         config_file = tmp_path / "run.yaml"

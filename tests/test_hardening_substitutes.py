@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from hardening_fixtures import karpathy_config, write_image
@@ -37,7 +38,7 @@ def test_cells_a_substitute_cannot_serve_are_left_out_and_named(tmp_path: Path) 
     assert "gives question q/0 no candidate answers" in left[("reasoning", "vqa")]
     ran = {(c.task.name, c.dataset.name) for c in out.plan.cells}
     assert ran == {("retrieval", "k3")}
-    assert out.results["manifest"]["skipped"] == out.plan.skipped
+    assert results_json(out.results)["manifest"]["skipped"] == out.plan.skipped
 
 
 def test_a_ray_worker_reports_a_cell_it_cannot_run_instead_of_failing(tmp_path: Path) -> None:

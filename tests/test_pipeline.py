@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argus_eval.results_model import SCHEMA, load_results, results_text
+from argus_eval.results_model import SCHEMA, load_results, results_json, results_text
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from pipeline_fixtures import tiny_config
@@ -38,7 +38,7 @@ def test_end_to_end_and_cached_rerun(tmp_path: Path, cache: Path) -> None:
     )
     first = run(cfg, tmp_path / "out", quiet=True)
     assert first.stats.forward_calls > 0
-    res = first.results
+    res = results_json(first.results)
     clip = res["models"]["clip"]
     for axis in ("P", "CDC", "RR", "E", "ARGUS"):
         assert clip[axis] is not None and 0.0 <= clip[axis] <= 1.0, axis
@@ -65,7 +65,7 @@ def test_end_to_end_and_cached_rerun(tmp_path: Path, cache: Path) -> None:
     # the file is the Results model's text: loading it validates it, and writing it again changes no byte
     loaded = load_results(tmp_path / "out" / "results.json")
     assert loaded.schema_ == SCHEMA and results_text(loaded).encode("utf-8") == before
-    assert results_text(first.typed_results).encode("utf-8") == before
+    assert results_text(first.results).encode("utf-8") == before
 
     second = run(cfg, tmp_path / "out", quiet=True)
     assert second.stats.forward_calls == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from argus_eval.errors import StrictModeError
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from pipeline_fixtures import tiny_config
@@ -31,10 +32,10 @@ def test_undecodable_image_is_counted_and_named(tmp_path: Path) -> None:
     name = _corrupt_first_image(tmp_path / "cache")
 
     out = run(cfg, tmp_path / "out", quiet=True)
-    cell = out.results["cells"][0]
+    cell = results_json(out.results)["cells"][0]
     assert cell["failed"] == 1 and cell["scored"] == cell["samples"] - 1
     assert any(name in r and "img/0" in r for r in cell["failure_reasons"])
-    assert any("1 sample(s) failed" in n for n in out.results["notes"])
+    assert any("1 sample(s) failed" in n for n in results_json(out.results)["notes"])
     lines = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
     bad = [d for d in lines if d["sample_id"] == "img/0"]
     assert len(bad) == 1 and bad[0]["prediction"] is None and "failed to decode" in bad[0]["error"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
@@ -44,11 +45,11 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("family", sorted(EXPECTED))
 def test_family_runs_suite_and_is_batch_invariant(family: str, cache: Path, tmp_path: Path) -> None:
     out8 = run(parse_config(_config(cache, family, 8), "t"), tmp_path / "b8", quiet=True)
-    used = {c["task"]: c["protocol"] for c in out8.results["cells"]}
+    used = {c["task"]: c["protocol"] for c in results_json(out8.results)["cells"]}
     for task, protocol in EXPECTED[family].items():
         if protocol is None:
             assert task not in used
-            assert any(s["task"] == task for s in out8.results["manifest"]["skipped"]), task
+            assert any(s["task"] == task for s in results_json(out8.results)["manifest"]["skipped"]), task
         else:
             assert used.get(task) == protocol, (task, used)
     out1 = run(parse_config(_config(cache, family, 1), "t"), tmp_path / "b1", quiet=True)
@@ -59,6 +60,6 @@ def test_family_runs_suite_and_is_batch_invariant(family: str, cache: Path, tmp_
         json.loads(x)["prediction"] for x in (tmp_path / "b1" / "samples.jsonl").read_text().splitlines()
     ]
     assert preds8 == preds1
-    p8 = [c["primary"] for c in out8.results["cells"]]
-    p1 = [c["primary"] for c in out1.results["cells"]]
+    p8 = [c["primary"] for c in results_json(out8.results)["cells"]]
+    p1 = [c["primary"] for c in results_json(out1.results)["cells"]]
     assert p8 == pytest.approx(p1, abs=1e-6)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from argus_eval.errors import ConfigError, ExecutorError
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import RunConfig, parse_config
 from argus_eval.runner.pipeline import run
 from pipeline_fixtures import tiny_config
@@ -54,7 +55,7 @@ def test_own_local_cluster_started_in_temp_dir_and_shut_down(
     assert not (home / ".ray").exists()
     assert got.stats.records_written > 0 and got.stats.failed == 0
     # efficiency is measured after the Ray work, on the driver, for a model Ray workers ran
-    eff = got.results["efficiency"]["clip"]
+    eff = results_json(got.results)["efficiency"]["clip"]
     assert eff["latency_ms_p50"] > 0 and eff["flops_per_sample"] > 0
 
 

@@ -14,6 +14,7 @@ import pytest
 from argus_eval.data.images import ImageArray, load_image
 from argus_eval.models.protocols import GENERATE, Model, ModelInfo
 from argus_eval.report.build import write_reports
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.pipeline import run
@@ -88,7 +89,7 @@ def test_reliance_separates_a_blind_model_from_an_image_reader(tmp_path: Path, c
     raw = _config(cache, ["blind", "reader"], [single])
     fakes = _fakes(raw)
     out = run(parse_config(raw, "test"), tmp_path / "out", quiet=True, loader=lambda c: fakes[c.name])
-    res = out.results
+    res = results_json(out.results)
     block = res["reliance"]
     assert block["scoring"] == "reported" and res["scoring_options"]["reliance"] == "reported"
     entries = {(m, e["dataset"]): e for m, es in block["models"].items() for e in es}

@@ -13,6 +13,7 @@ from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError, ConfigError
 from argus_eval.metrics.retrieval import recall_at_k
 from argus_eval.models.protocols import POOL, SCORE_PAIRS, ModelInfo
+from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
@@ -146,6 +147,6 @@ def test_named_first_stage_and_plan_calls(tmp_path: Path) -> None:
     assert rows[0]["protocol"].startswith("rerank-top4-by-hf:")
     assert rows[0]["calls_per_cell"] == n_img * 4 + n_img + n_img * 5
     out = run(parsed, tmp_path / "run", quiet=True)
-    (cell,) = out.results["cells"]
+    (cell,) = results_json(out.results)["cells"]
     assert cell["protocol"].startswith("rerank-top4-by-hf:")
     assert cell["breakdown"]["shortlist_k"] == 4

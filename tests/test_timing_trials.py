@@ -11,6 +11,7 @@ import pytest
 from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
+from argus_eval.results_model import results_json
 from argus_eval.runner import profiling
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
@@ -51,18 +52,18 @@ def test_trials_interleave_store_and_resume(tmp_path: Path, recorded: list[tuple
     assert sorted(set(recorded)) == sorted(units)
     # A B C D A B C D A B C D: every unit's trial i before any unit's trial i + 1
     assert recorded == recorded[:4] * 3 and sorted(recorded[:4]) == sorted(units)
-    timing = first.results["timing"]
+    timing = results_json(first.results)["timing"]
     assert timing["trials_per_task"] == 3 and timing["failed_trials"] == 0
     assert {(t["model"], t["task"]) for t in timing["per_task"]} == set(units)
     assert all(len(t["trials"]) == 3 for t in timing["per_task"])
-    e = first.results["models"]["clip"]
+    e = results_json(first.results)["models"]["clip"]
     assert e["detail"]["E"]["per_task"].keys() == {"retrieval", "reasoning"}
     lo, hi = e["intervals"]["E"]
     assert lo <= e["E"] <= hi
     recorded.clear()
     second = run(cfg, tmp_path / "out", quiet=True)
     assert recorded == []  # every trial came from the store
-    assert second.results["timing"] == timing
+    assert results_json(second.results)["timing"] == timing
 
 
 def test_trials_from_another_machine_are_not_reused(
@@ -78,7 +79,7 @@ def test_trials_from_another_machine_are_not_reused(
         return {**fp, "id": "another-machine"}
 
     monkeypatch.setattr(profiling, "hardware_fingerprint", elsewhere)
-    res = run(cfg, tmp_path / "out", quiet=True).results
+    res = results_json(run(cfg, tmp_path / "out", quiet=True).results)
     assert len(recorded) == 8  # all measured again on the "other" machine
     assert {t["fingerprint"]["id"] for t in res["timing"]["per_task"]} == {"another-machine"}
 
@@ -121,7 +122,9 @@ def test_a_failing_trial_is_retried_once_then_left_out_and_counted(tmp_path: Pat
         calls.append(1)
         return flaky
 
-    res = run(parse_config(raw, "test"), tmp_path / "out", quiet=True, loader=failing_loader).results
+    res = results_json(
+        run(parse_config(raw, "test"), tmp_path / "out", quiet=True, loader=failing_loader).results
+    )
     assert calls  # the model was loaded for timing
     assert res["timing"]["failed_trials"] == 2
     assert res["timing"]["left_out"] == [
@@ -148,7 +151,7 @@ def test_a_served_model_has_no_efficiency_figures_and_says_why(
         cfg = karpathy_config(tmp_path / "data", models=models)
         cfg["tasks"] = [{"name": "captioning", "metrics": ["CIDEr"]}]
         cfg["efficiency"] = {"enabled": True, "batch_size": 2, "repeats": 1, "trials": 2}
-        res = run(parse_config(cfg, "test"), tmp_path / "out", quiet=True).results
+        res = results_json(run(parse_config(cfg, "test"), tmp_path / "out", quiet=True).results)
     why = res["models"]["served"]["undefined"]["E"]
     assert why.startswith("served model: timings and memory would describe this client and the network")
     assert res["timing"]["per_task"] == [] and res["timing"]["undefined"] == {"served": why}

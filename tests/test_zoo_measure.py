@@ -131,7 +131,7 @@ def test_zoo_eval_figures_are_the_runs_and_an_argus_run_repeats_them(
     # figures, computed afresh in another folder.
     again = run(load_config(out / CONFIG_FILE), tmp_path / "again", quiet=True)
     assert again.samples_written == len(rows)
-    assert run_figures(again.typed_results, "lxmert") == entry["eval"]["tasks"]
+    assert run_figures(again.results, "lxmert") == entry["eval"]["tasks"]
 
 
 def test_shipped_eval_blocks_are_runs_of_the_tasks_the_models_serve() -> None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from argus_eval.report.fmt import axis_text
-from argus_eval.results_model import Results
+from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, load_config, parse_config
 
 
@@ -48,7 +48,7 @@ def run_command(
     outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed)
     with writing(out_dir / "report.html"):
         write_reports(out_dir)
-    res = outcome.typed_results
+    res = outcome.results
     if as_json:
         sys.stdout.write(
             json.dumps(
@@ -59,7 +59,7 @@ def run_command(
                     "retried_failed": outcome.stats.retried,
                     "answers_cut": outcome.stats.answers_cut,
                     "left_out": outcome.plan.skipped,
-                    "models": outcome.results["models"],
+                    "models": results_json(res)["models"],
                 },
                 indent=1,
                 sort_keys=True,

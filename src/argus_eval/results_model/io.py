@@ -21,9 +21,14 @@ _UPGRADES = {"argus-eval/results/1": "version 2 renamed only the schema string"}
 _FAMILY = "argus-eval/results/"
 
 
+def results_json(results: Results) -> dict[str, Any]:
+    """The file's content as plain JSON data (what json.load of results.json gives)."""
+    return results.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
 def results_text(results: Results) -> str:
     """The file's text: sorted keys, one-space indent, UTF-8 as is, and no NaN (missing values are null)."""
-    data = results.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data = results_json(results)
     return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 

@@ -34,8 +34,7 @@ class RunOutcome:
     """What a run produced and did (for the CLI's table and counters)."""
 
     out_dir: Path
-    results: dict[str, Any]  # results.json as written (plain JSON)
-    typed_results: Results  # the same, as the Results model
+    results: Results  # results.json as written (results_json() gives its plain JSON)
     stats: ExecStats
     plan: Plan
     samples_written: int
@@ -186,4 +185,4 @@ def run(
     }
     with writing(out_dir / "run_log.json"):
         (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
-    return RunOutcome(out_dir, json.loads(text), results, stats, plan, n_samples)
+    return RunOutcome(out_dir, results, stats, plan, n_samples)

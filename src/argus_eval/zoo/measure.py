@@ -194,7 +194,7 @@ def measure(name: str, out_dir: Path, log: Log = print, sizes: Sizes = Sizes()) 
         "measured_by": f"argus zoo eval: an `argus run` of {CONFIG_FILE} (written beside its results)",
         "config": config,
         "seconds": round(time.perf_counter() - t0, 1),
-        "tasks": run_figures(outcome.typed_results, name),
+        "tasks": run_figures(outcome.results, name),
     }
 
 
