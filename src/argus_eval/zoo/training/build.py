@@ -46,11 +46,7 @@ def build(
     }
     if recipe.tasks:
         described["tasks"] = list(recipe.tasks)
-    # The zoo loader verifies files against the manifest, and the evaluation reads the model's
-    # capabilities, tasks and options from it, so they go in before measuring.
-    write_entry(name, {**described, "files": files})
-    evaluation = measure(name, out_dir, log)
-    entry = {
+    entry: dict[str, Any] = {
         **described,
         "files": files,
         "size_bytes": dir_size(final),
@@ -68,9 +64,14 @@ def build(
             "threads": torch.get_num_threads(),
             "machine": platform.machine(),
         },
-        "eval": evaluation,
         "note": recipe.note,
     }
+    # The zoo loader verifies files against the manifest, and the evaluation reads the model's
+    # capabilities, tasks and options from it, so they go in before measuring; so does the training
+    # record, which a failed measurement would otherwise lose with the run (`argus zoo eval NAME`
+    # measures the installed checkpoint again).
+    write_entry(name, entry)
+    entry["eval"] = measure(name, out_dir, log)
     write_entry(name, entry)
     log(f"zoo:{name}: {dir_size(final) / 1e6:.2f} MB, {len(files)} files, manifest updated")
     return entry

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
 from PIL import Image
 
@@ -78,3 +79,27 @@ def load_split(
         also_true=tuple(tuple(tuple(int(j) for j in ks) for ks in img) for img in g.also_true),
         scenes=tuple(g.scenes),
     )
+
+
+class CaptionBatches:
+    """Batches of `batch` images with every reference caption of each, image-major, cut to the batch's
+    longest caption (half the text cost); the images come in seeded random epochs."""
+
+    def __init__(self, tok: Any, captions: tuple[tuple[str, ...], ...], batch: int) -> None:
+        self.n_caps = len(captions[0])
+        flat = [c for caps in captions for c in caps]
+        enc = tok(flat, padding="longest", truncation=True, return_tensors="pt")
+        self.ids = enc["input_ids"].view(len(captions), self.n_caps, -1)
+        self.mask = enc["attention_mask"].view(len(captions), self.n_caps, -1)
+        self.batch = batch
+        self.order: list[int] = []
+
+    def next(self, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(image indices, caption ids, attention mask): batch images, batch * n_caps captions."""
+        if len(self.order) < self.batch:
+            self.order += torch.randperm(len(self.ids), generator=g).tolist()
+        idx = torch.tensor(self.order[: self.batch])
+        self.order = self.order[self.batch :]
+        m = self.mask[idx].flatten(0, 1)
+        width = int(m.sum(1).max())
+        return idx, self.ids[idx].flatten(0, 1)[:, :width], m[:, :width]

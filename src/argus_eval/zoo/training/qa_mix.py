@@ -8,12 +8,17 @@ are the ones whose answer the image alone decides with one step of reasoning.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from argus_eval.zoo.training.data import SplitData
+from argus_eval.zoo.training.loop import LoopResult, Schedule, run_phase
+from argus_eval.zoo.training.recipe import Log
+
+# (phase name, which questions for curriculum_pool, schedule) of one curriculum stage.
+Phase = tuple[str, str, Schedule]
 
 
 def is_zero_hop(q: dict[str, Any]) -> bool:
@@ -55,3 +60,47 @@ def curriculum_pool(questions: Sequence[dict[str, Any]], which: str) -> list[int
     if which == "all":
         return list(range(len(questions)))
     return [i for i, q in enumerate(questions) if is_zero_hop(q) and str(q["qtype"]).startswith(which)]
+
+
+def run_curriculum(
+    model: torch.nn.Module,
+    loss_of: Callable[[torch.Tensor], torch.Tensor],
+    phases: Sequence[Phase],
+    batch: int,
+    sampler: QuestionSampler,
+    questions: Sequence[dict[str, Any]],
+    gen: torch.Generator,
+    seconds: float | None,
+    log: Log,
+    steps: int | None = None,
+    groups: list[dict[str, object]] | None = None,
+) -> LoopResult:
+    """Train through the curriculum's phases in order; each step is loss_of(batch question indices),
+    drawn from the phase's pool, or from `sampler` (zero-hop oversampled) in an "all" phase.
+
+    `steps`, if given, is split evenly over the phases; `seconds` in proportion to their step counts.
+    """
+    total = LoopResult(steps=0, seconds=0.0)
+    budget_steps = sum(sch.steps for _, _, sch in phases)
+    for name, which, schedule in phases:
+        if steps is not None:
+            schedule = Schedule(steps=max(1, steps // len(phases)), lr=schedule.lr, warmup=min(steps, 30))
+        share = None if seconds is None else seconds * schedule.steps / budget_steps
+        pool = torch.tensor(curriculum_pool(questions, which), dtype=torch.long)
+        log(f"  phase {name}: {len(pool)} questions")
+        if len(pool) == 0:  # only in tiny test splits
+            continue
+
+        def step(i: int, g: torch.Generator, pool: torch.Tensor = pool, which: str = which) -> torch.Tensor:
+            if which == "all":
+                return loss_of(torch.tensor(sampler.batch(batch, g)))
+            return loss_of(pool[torch.randint(0, len(pool), (batch,), generator=g)])
+
+        res = run_phase(model, step, schedule, gen, share, log, groups)
+        total = LoopResult(total.steps + res.steps, total.seconds + res.seconds, total.losses + res.losses)
+    return total
+
+
+def describe_curriculum(phases: Sequence[Phase]) -> list[dict[str, Any]]:
+    """The phases for the manifest."""
+    return [{"phase": n, "questions": w, "steps": sch.steps, "lr": sch.lr} for n, w, sch in phases]

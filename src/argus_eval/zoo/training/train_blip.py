@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +11,8 @@ import torch
 
 from argus_eval.models.hf_common import hf_module, to_pil
 from argus_eval.models.protocols import CAPTION
-from argus_eval.zoo.training.data import load_split
-from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
+from argus_eval.zoo.training.data import CaptionBatches, SplitData, load_split
+from argus_eval.zoo.training.loop import LoopResult, Schedule, run_phase, seed_everything
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
@@ -25,10 +27,11 @@ SCHEDULE = Schedule(steps=900, lr=1e-3, weight_decay=0.01, warmup=30)
 BATCH = 32  # images per step, each with all its references (5 x 32 captions)
 
 
-def build_tokenizer() -> Any:
-    """Word-level BERT-style tokenizer: "[CLS] caption [SEP]"; [DEC] starts decoding, [SEP] ends it."""
+def build_tokenizer(extra: Sequence[str] = ()) -> Any:
+    """Word-level BERT-style tokenizer: "[CLS] text [SEP]"; [DEC] starts decoding, [SEP] ends it. `extra`
+    adds the words of prompts (the VQA head reads the reasoning task's prompt around each question)."""
     tf = hf_module()
-    raw = word_level(SPECIALS, shapesworld_words(), template="[CLS] $A [SEP]")
+    raw = word_level(SPECIALS, shapesworld_words(extra), template="[CLS] $A [SEP]")
     return tf.PreTrainedTokenizerFast(
         tokenizer_object=raw,
         pad_token="[PAD]",
@@ -41,8 +44,8 @@ def build_tokenizer() -> Any:
     )
 
 
-def build_model(tok: Any) -> Any:
-    """BlipForConditionalGeneration with tiny text decoder and vision tower."""
+def blip_config(tok: Any) -> Any:
+    """The zoo's tiny BlipConfig, shared by its three heads (captioner, retrieval, question answering)."""
     tf = hf_module()
     ids = {s: tok.convert_tokens_to_ids(s) for s in SPECIALS}
     text = {
@@ -70,11 +73,33 @@ def build_model(tok: Any) -> Any:
         # decoder collapses to its language prior (one caption for every image).
         "initializer_range": 0.02,
     }
-    model = tf.BlipForConditionalGeneration(
-        tf.BlipConfig(text_config=text, vision_config=vision, image_text_hidden_size=ARCH["hidden"])
-    )
-    model.generation_config.max_new_tokens = 40
-    return model
+    return tf.BlipConfig(text_config=text, vision_config=vision, image_text_hidden_size=ARCH["hidden"])
+
+
+def start_from_captioner(model: Any, text_encoder: bool = False) -> dict[str, Any]:
+    """Start `model`'s vision tower (and, with text_encoder, its text encoder) from the shipped zoo:blip,
+    as BLIP's retrieval and VQA heads start from one pre-trained model; returns what the manifest
+    records of the start point.
+
+    The text encoder takes the captioner decoder's BERT layers (the same BlipTextModel; only the
+    attention mask differs), so it must share the captioner's vocabulary. The checkpoint is verified
+    against the manifest first, so the start point is exactly the one recorded.
+    """
+    from safetensors.torch import load_file
+
+    from argus_eval.zoo.catalog import read_manifest, verify_checkpoint
+
+    weights = load_file(str(verify_checkpoint(RECIPE.name) / "model.safetensors"))
+    parts = {"vision_model.": model.vision_model}
+    if text_encoder:
+        parts["text_decoder.bert."] = model.text_encoder
+    for prefix, module in parts.items():
+        module.load_state_dict({k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)})
+    return {
+        "from": f"zoo:{RECIPE.name}",
+        "parts": sorted(p.rstrip(".") for p in parts),
+        "sha256": read_manifest()["models"][RECIPE.name]["files"]["model.safetensors"],
+    }
 
 
 def build_processor(tok: Any) -> Any:
@@ -87,6 +112,45 @@ def build_processor(tok: Any) -> Any:
     )
 
 
+@dataclass
+class Setup:
+    """What every zoo BLIP recipe starts from: the seeded data-order generator, the training split, the
+    tokenizer and processor, the untrained head and the training images as pixel values."""
+
+    gen: torch.Generator
+    split: SplitData
+    tok: Any
+    processor: Any
+    model: Any
+    pixels: torch.Tensor
+
+    def finish(self, out_dir: Path, res: LoopResult, config: dict[str, Any], **data: Any) -> Trained:
+        """Save model and processor into out_dir and report the run (config and data gain what all the
+        BLIP recipes share)."""
+        self.model.save_pretrained(out_dir)
+        self.processor.save_pretrained(out_dir)
+        return Trained(
+            params=sum(p.numel() for p in self.model.parameters()),
+            steps=res.steps,
+            seconds=res.seconds,
+            config={**ARCH, "image": IMAGE, "vocab": len(self.tok), **config},
+            data={"domain": DOMAIN, "split": "train", **self.split.counts(), **data},
+            losses=res.losses,
+        )
+
+
+def setup(head: str, seed: int, n_images: int, extra: Sequence[str] = ()) -> Setup:
+    """Seed, generate the split, build tokenizer (plus `extra` words), processor and the BLIP `head`
+    class (transformers name) on the zoo's config, and turn the images into pixel values once."""
+    gen = seed_everything(seed)
+    split = load_split(DOMAIN, "train", n_images)
+    tok = build_tokenizer(extra)
+    processor = build_processor(tok)
+    model = getattr(hf_module(), head)(blip_config(tok))
+    pixels = processor(images=to_pil(list(split.images)), return_tensors="pt")["pixel_values"]
+    return Setup(gen, split, tok, processor, model, pixels)
+
+
 def train(
     out_dir: Path,
     seed: int,
@@ -96,60 +160,38 @@ def train(
     n_images: int = TRAIN_IMAGES,
 ) -> Trained:
     """Caption LM training on every reference of each image; saves zoo:blip into out_dir."""
-    gen = seed_everything(seed)
-    split = load_split(DOMAIN, "train", n_images)
-    tok = build_tokenizer()
-    processor = build_processor(tok)
-    model = build_model(tok)
-    pixels = processor(images=to_pil(list(split.images)), return_tensors="pt")["pixel_values"]
-    n_caps = len(split.captions[0])
-    enc = tok(
-        [c for caps in split.captions for c in caps], padding="longest", truncation=True, return_tensors="pt"
-    )
-    ids = enc["input_ids"].view(len(split.captions), n_caps, -1)
-    mask = enc["attention_mask"].view(len(split.captions), n_caps, -1)
-    dec = tok.convert_tokens_to_ids("[DEC]")
-    order: list[int] = []
+    s = setup("BlipForConditionalGeneration", seed, n_images)
+    model, pixels = s.model, s.pixels
+    model.generation_config.max_new_tokens = 40
+    batches = CaptionBatches(s.tok, s.split.captions, BATCH)
+    dec = s.tok.convert_tokens_to_ids("[DEC]")
 
     def step(i: int, g: torch.Generator) -> torch.Tensor:
-        nonlocal order
-        if len(order) < BATCH:
-            order += torch.randperm(len(pixels), generator=g).tolist()
-        idx = torch.tensor(order[:BATCH])
-        order = order[BATCH:]
-        m = mask[idx].flatten(0, 1)  # (BATCH * n_caps, len), image-major
-        width = int(m.sum(1).max())
-        m = m[:, :width]
-        x = ids[idx].flatten(0, 1)[:, :width].clone()
+        idx, x, m = batches.next(g)  # (BATCH * n_caps, len), image-major
+        x = x.clone()
         # generate() starts from [DEC], forward() does not swap it in: do it here (else training and inference
         # see different first tokens).
         x[:, 0] = dec
         labels = x.masked_fill(m == 0, -100)  # no loss on pads; [SEP] is kept so decoding learns to stop
         # The vision tower runs once per image, its tokens shared by the image's n_caps references.
-        image = model.vision_model(pixel_values=pixels[idx]).last_hidden_state.repeat_interleave(n_caps, 0)
+        image = model.vision_model(pixel_values=pixels[idx]).last_hidden_state.repeat_interleave(
+            batches.n_caps, 0
+        )
         loss: torch.Tensor = model.text_decoder(
             input_ids=x, attention_mask=m, encoder_hidden_states=image, labels=labels, reduction="mean"
         ).loss
         return loss
 
     schedule = SCHEDULE if steps is None else Schedule(steps=steps, lr=SCHEDULE.lr, warmup=min(steps, 30))
-    res = run_phase(model, step, schedule, gen, seconds, log)
-    model.save_pretrained(out_dir)
-    processor.save_pretrained(out_dir)
-    return Trained(
-        params=sum(p.numel() for p in model.parameters()),
-        steps=res.steps,
-        seconds=res.seconds,
-        config={
-            **ARCH,
-            "image": IMAGE,
-            "vocab": len(tok),
+    res = run_phase(model, step, schedule, s.gen, seconds, log)
+    return s.finish(
+        out_dir,
+        res,
+        {
             "batch": BATCH,
             "lr": SCHEDULE.lr,
             "loss": "caption LM on all 5 references per image, token mean, pads masked, no smoothing",
         },
-        data={"domain": DOMAIN, "split": "train", **split.counts()},
-        losses=res.losses,
     )
 
 

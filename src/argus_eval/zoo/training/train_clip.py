@@ -11,7 +11,7 @@ import torch
 
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
-from argus_eval.zoo.training.data import load_split
+from argus_eval.zoo.training.data import CaptionBatches, load_split
 from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words
@@ -108,29 +108,15 @@ def train(
     processor = build_processor(tok)
     model = build_model(tok)
     pixels = processor(images=[*map(_pil, split.images)], return_tensors="pt")["pixel_values"]
-    n_caps = len(split.captions[0])
-    flat = [c for caps in split.captions for c in caps]
-    enc = tok(flat, padding="longest", truncation=True, return_tensors="pt")
-    ids, mask = (
-        enc["input_ids"].view(len(split.captions), n_caps, -1),
-        enc["attention_mask"].view(len(split.captions), n_caps, -1),
-    )
+    batches = CaptionBatches(tok, split.captions, BATCH)  # every caption of each image, image-major
+    n_caps = batches.n_caps
     # ShapesWorld captions are often true of many images ("There are three things in total."): the
     # generator's exact truth makes every such in-batch pair a positive instead of a false negative.
     truth = torch.from_numpy(split.positives())  # (n_images * n_caps, n_images), image-major
-    order: list[int] = []
 
     def step(i: int, g: torch.Generator) -> torch.Tensor:
-        nonlocal order
-        if len(order) < BATCH:  # epochs in a seeded random order
-            order += torch.randperm(len(pixels), generator=g).tolist()
-        idx = torch.tensor(order[:BATCH])
-        order = order[BATCH:]
-        m = mask[idx].flatten(0, 1)  # every caption of each image, image-major
-        width = int(m.sum(1).max())  # trim the batch to its longest caption: half the text cost
-        out = model(
-            input_ids=ids[idx].flatten(0, 1)[:, :width], attention_mask=m[:, :width], pixel_values=pixels[idx]
-        )
+        idx, x, m = batches.next(g)
+        out = model(input_ids=x, attention_mask=m, pixel_values=pixels[idx])
         rows = (idx[:, None] * n_caps + torch.arange(n_caps)).flatten()
         pos = truth[rows][:, idx].float()  # (texts, images): caption true of image
         return multi_positive_loss(out.logits_per_text, pos)

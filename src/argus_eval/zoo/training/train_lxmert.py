@@ -24,8 +24,8 @@ from argus_eval.models.protocols import CLASSIFY
 from argus_eval.models.region_segments import SegmentRegionFeatures
 from argus_eval.models.regions import CONFIG_KEY, RegionFeatureProvider
 from argus_eval.zoo.training.data import load_split
-from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
-from argus_eval.zoo.training.qa_mix import QuestionSampler, curriculum_pool
+from argus_eval.zoo.training.loop import Schedule, seed_everything
+from argus_eval.zoo.training.qa_mix import Phase, QuestionSampler, describe_curriculum, run_curriculum
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
@@ -36,7 +36,7 @@ ARCH: dict[str, int] = {"hidden": 128, "heads": 4, "mlp": 256, "l_layers": 2, "x
 BATCH = 64
 EASY_SHARE = 0.5  # zero-hop share of the last phase's questions
 # (phase name, which questions, schedule): the curriculum described above.
-PHASES: tuple[tuple[str, str, Schedule], ...] = (
+PHASES: tuple[Phase, ...] = (
     ("colour", "query_color", Schedule(steps=1000, lr=1e-3, warmup=30)),
     ("attributes", "query", Schedule(steps=600, lr=1e-3, warmup=30)),
     ("all", "all", Schedule(steps=1000, lr=1e-3, warmup=30)),
@@ -117,42 +117,23 @@ def train(
         loss: torch.Tensor = out.loss
         return loss
 
-    total_steps, total_s, losses = 0, 0.0, list[float]()
-    budget_steps = sum(sch.steps for _, _, sch in PHASES)
-    for name, which, schedule in PHASES:
-        if steps is not None:
-            schedule = Schedule(steps=max(1, steps // len(PHASES)), lr=schedule.lr, warmup=min(steps, 30))
-        share = None if seconds is None else seconds * schedule.steps / budget_steps
-        pool = torch.tensor(curriculum_pool(qs, which), dtype=torch.long)
-        log(f"  phase {name}: {len(pool)} questions")
-        if len(pool) == 0:  # only in tiny test splits
-            continue
-
-        def step(i: int, g: torch.Generator, pool: torch.Tensor = pool, which: str = which) -> torch.Tensor:
-            if which == "all":
-                return forward(torch.tensor(sampler.batch(BATCH, g)))
-            return forward(pool[torch.randint(0, len(pool), (BATCH,), generator=g)])
-
-        res = run_phase(model, step, schedule, gen, share, log)
-        total_steps, total_s, losses = total_steps + res.steps, total_s + res.seconds, losses + res.losses
+    res = run_curriculum(model, forward, PHASES, BATCH, sampler, qs, gen, seconds, log, steps)
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     return Trained(
         params=sum(p.numel() for p in model.parameters()),
-        steps=total_steps,
-        seconds=total_s,
+        steps=res.steps,
+        seconds=res.seconds,
         config={
             **ARCH,
             "regions": regions.describe(),
             "vocab": len(tok),
             "batch": BATCH,
-            "curriculum": [
-                {"phase": n, "questions": w, "steps": sch.steps, "lr": sch.lr} for n, w, sch in PHASES
-            ],
+            "curriculum": describe_curriculum(PHASES),
             "loss": "28-way cross-entropy",
         },
         data={"domain": DOMAIN, "split": "train", **split.counts(), "sampling": sampler.describe()},
-        losses=losses,
+        losses=res.losses,
     )
 
 
