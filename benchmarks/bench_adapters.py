@@ -25,7 +25,7 @@ import torch
 from argus_eval.models.hf_common import to_pil
 from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
-from argus_eval.models.tiny import build_tiny
+from argus_eval.testing.tiny import build_tiny
 
 PROMPT = "what color is the ball?"
 NEW_TOKENS = 8

@@ -95,9 +95,9 @@ def main() -> None:
     import ray
     import torch
 
-    from argus_eval.models.tiny import build_tiny
     from argus_eval.runner.config import parse_config
     from argus_eval.runner.pipeline import run
+    from argus_eval.testing.tiny import build_tiny
 
     root = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     try:

@@ -24,11 +24,11 @@ from PIL import Image
 from transformers import AutoProcessor, CLIPConfig, CLIPModel
 
 from argus_eval.data.formats import FORMATS, LoadContext
-from argus_eval.models.tiny import build_tiny
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.local import ModelPool, execute
 from argus_eval.runner.pipeline import plan_run
 from argus_eval.runner.store import Store
+from argus_eval.testing.tiny import build_tiny
 
 
 def build_clip(root: Path, hidden: int, layers: int) -> Path:

@@ -15,7 +15,7 @@ import numpy as np
 
 from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
-from argus_eval.models.tiny import build_tiny
+from argus_eval.testing.tiny import build_tiny
 
 _ROOT = Path(tempfile.mkdtemp(prefix="argus-tiny-models-"))
 atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)

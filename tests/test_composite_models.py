@@ -20,11 +20,11 @@ from argus_eval.errors import CapabilityError
 from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
-from argus_eval.models.tiny import build_tiny
 from argus_eval.report.build import write_reports
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from argus_eval.testing.tiny import build_tiny
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
 

@@ -1,5 +1,6 @@
 """The zoo's training code stays off the runtime path: loading a zoo checkpoint, the runner, `argus zoo
-list` / `argus models` and the configuration of `argus zoo eval` never import argus_eval.zoo.training."""
+list` / `argus models` and the configuration of `argus zoo eval` never import argus_eval.zoo.training,
+nor the tiny test builders (argus_eval.testing)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ parse_config(eval_config("lxmert", read_manifest()["models"]["lxmert"]), "zoo ev
 model = load_model(ModelConfig(name="lxmert", spec="zoo:lxmert", device="cpu"))
 model.close()
 assert "argus_eval.zoo" in sys.modules and "argus_eval.models.hf_lxmert" in sys.modules
-print(sorted(m for m in sys.modules if m.startswith("argus_eval.zoo.training")))
+print(sorted(m for m in sys.modules if m.startswith(("argus_eval.zoo.training", "argus_eval.testing"))))
 """
 
 

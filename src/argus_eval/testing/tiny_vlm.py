@@ -9,7 +9,7 @@ from pathlib import Path
 
 from argus_eval.models.compat import ensure_qwen_processor_compat
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.tiny import word_tokenizer_object
+from argus_eval.testing.tiny import word_tokenizer_object
 
 GEMMA_SPECIALS = [
     "<pad>",

@@ -195,8 +195,8 @@ TINY_BUILDERS.register("blip-itm", _blip_builder("BlipForImageTextRetrieval"))
 TINY_BUILDERS.register("blip-caption", _blip_builder("BlipForConditionalGeneration"))
 TINY_BUILDERS.register("blip-vqa", _blip_builder("BlipForQuestionAnswering"))
 
-TINY_BUILDERS.register("gemma3", "argus_eval.models.tiny_vlm:build_gemma3")
-TINY_BUILDERS.register("qwen2_5_vl", "argus_eval.models.tiny_vlm:build_qwen2_5_vl")
+TINY_BUILDERS.register("gemma3", "argus_eval.testing.tiny_vlm:build_gemma3")
+TINY_BUILDERS.register("qwen2_5_vl", "argus_eval.testing.tiny_vlm:build_qwen2_5_vl")
 
 LXMERT_ANSWERS = ("yes", "no", "0", "1", "2", "3", "red", "blue", "green", "cube", "sphere", "cylinder")
 
