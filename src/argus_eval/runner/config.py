@@ -8,6 +8,7 @@ models, once, in resolve(): everything downstream reads the typed RunSpec and pa
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,11 @@ from pydantic_core import PydanticCustomError
 
 from argus_eval.data.formats import FORMATS, DatasetOptions
 from argus_eval.errors import ArgusError, ConfigError
+from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.tasks.base import TaskOptions
+from argus_eval.tasks.base import TASKS, TaskOptions
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -96,11 +98,10 @@ class RunConfig(BaseModel):
         """Every section in its owner's typed model: dataset formats, tasks, expanded conditions."""
         from argus_eval.perturb.conditions import expand_conditions
         from argus_eval.runner.executors import EXECUTORS
-        from argus_eval.runner.plan import check_task_keys
         from argus_eval.tasks.registry import parse_tasks
 
         EXECUTORS.get(self.executor)
-        check_task_keys(self.models)  # at parse time, so the error names the config file
+        _check_task_keys(self.models)  # at parse time, so the error names the config file
         return RunSpec(
             name=self.name,
             seed=self.seed,
@@ -159,6 +160,19 @@ class RunSpec(BaseModel):
     executor_options: dict[str, Any]
     cache_dir: Path | None
     written: RunConfig
+
+
+def _check_task_keys(models: Sequence[ModelConfig]) -> None:
+    """ConfigError naming the model when a composite maps a name that is not a registered task."""
+    import argus_eval.tasks.registry  # noqa: F401  (registers the built-in tasks)
+
+    for m in models:
+        for task, entry in (m.tasks or {}).items():
+            if task not in TASKS:
+                raise ConfigError(
+                    f"model {m.name!r}: tasks.{task} ({redact_text(entry.spec)}): {task!r} is not a task; "
+                    f"map one of {', '.join(TASKS.names())}"
+                )
 
 
 def _rooted(opts: DatasetOptions, root: Path | None) -> DatasetOptions:

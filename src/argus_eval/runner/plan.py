@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import CapabilityError, ConfigError
+from argus_eval.errors import CapabilityError
 from argus_eval.models.protocols import ModelInfo
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
-from argus_eval.tasks.base import TASKS, ProtocolChoice, Task
+from argus_eval.tasks.base import ProtocolChoice, Task
 
 
 @dataclass(frozen=True)
@@ -76,17 +76,6 @@ def cell_key(
     return fingerprint_of(model_fp, task.name, dataset.fingerprint, condition.id, task.request_hash(protocol))
 
 
-def check_task_keys(models: Sequence[ModelConfig]) -> None:
-    """ConfigError naming the model when a composite maps a name that is not a registered task."""
-    for m in models:
-        for task, entry in (m.tasks or {}).items():
-            if task not in TASKS:
-                raise ConfigError(
-                    f"model {m.name!r}: tasks.{task} ({redact_text(entry.spec)}): {task!r} is not a task; "
-                    f"map one of {', '.join(TASKS.names())}"
-                )
-
-
 def serving_protocol(row: ModelConfig, model: ModelConfig, task: Task, info: ModelInfo) -> ProtocolChoice:
     """The protocol by which model (row's checkpoint for task) answers task.
 
@@ -126,7 +115,6 @@ def build_plan(
     Each (model, task) runs on the checkpoint the model resolves for it (ModelConfig.for_task);
     fingerprint and infos are asked about that checkpoint (infos None: its caller already named why the
     checkpoint is unavailable, and the pair is left out)."""
-    check_task_keys(models)
     plan = Plan(cells=[])
     for row in models:
         for task in tasks:
