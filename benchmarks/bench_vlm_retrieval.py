@@ -33,7 +33,7 @@ from argus_eval.runner.config import parse_config
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.prepare import prepare
 from argus_eval.tasks.base import Prepared
-from argus_eval.tasks.registry import build_tasks
+from argus_eval.tasks.registry import make_tasks, parse_tasks
 
 COCO_IMAGES, COCO_TEXTS = 5_000, 25_000
 
@@ -59,7 +59,7 @@ def _cell(n_images: int) -> tuple[Dataset, list[Prepared]]:
         "bench",
     )
     (ds,) = load_datasets(cfg)
-    task = build_tasks(["retrieval"])[0]
+    task = make_tasks(parse_tasks(["retrieval"]))[0]
     ready = [prepare(s, ds, CLEAN, 0) for s in task.select(ds)]
     gallery = tuple(t for p in ready for t in p.texts)
     return ds, [Prepared(p.sample, p.image, p.texts, None, gallery) for p in ready]
@@ -82,7 +82,7 @@ def _two_stage(
     model: Any, ds: Dataset, ready: list[Prepared], k: int, batch: int
 ) -> tuple[float, int, float]:
     """(seconds, pair scores sent, primary recall) of the two-stage protocol through the task."""
-    task = build_tasks([{"name": "retrieval", "shortlist": k}])[0]
+    task = make_tasks(parse_tasks([{"name": "retrieval", "shortlist": k}]))[0]
     proto = task.choose_protocol(model.info)
     sent = 0
     score = model.score_pairs
@@ -107,7 +107,7 @@ def _two_stage(
 def _exhaustive_recall(ds: Dataset, ready: list[Prepared], scores: NDArray[np.float32]) -> float:
     from argus_eval.tasks.records import Record
 
-    task = build_tasks(["retrieval"])[0]
+    task = make_tasks(parse_tasks(["retrieval"]))[0]
     records = {
         p.sample.sample_id: Record(p.sample.sample_id, {}, {"scores": scores[i]}) for i, p in enumerate(ready)
     }

@@ -18,7 +18,7 @@ from argus_eval.runner.config import parse_config
 from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
 from argus_eval.tasks.base import Prepared
-from argus_eval.tasks.registry import build_tasks
+from argus_eval.tasks.registry import make_tasks, parse_tasks
 from argus_eval.tasks.retrieval import RetrievalTask
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
@@ -66,7 +66,7 @@ def _prepared() -> list[Prepared]:
 
 
 def _task(**options: object) -> RetrievalTask:
-    task = build_tasks([{"name": "retrieval", **options}])[0]
+    task = make_tasks(parse_tasks([{"name": "retrieval", **options}]))[0]
     assert isinstance(task, RetrievalTask)
     return task
 
@@ -122,7 +122,7 @@ def test_k_larger_than_gallery_is_clipped_with_a_note() -> None:
 
 def test_bad_options_name_the_option() -> None:
     with pytest.raises(ConfigError, match="shortlist"):
-        build_tasks([{"name": "retrieval", "shortlist": 0}])
+        parse_tasks([{"name": "retrieval", "shortlist": 0}])
     with pytest.raises(CapabilityError, match="first_stage"):
         _task(shortlist=3).choose_protocol(FakeVLM(frozenset({SCORE_PAIRS})).info)
     with pytest.raises(ConfigError, match=r"first_stage=.*not embed"):

@@ -36,8 +36,3 @@ def parse_tasks(entries: Sequence[str | dict[str, Any]]) -> list[TaskOptions]:
 def make_tasks(options: Sequence[TaskOptions]) -> list[Task]:
     """One task instance per validated options model (a run's tasks are fresh objects each run)."""
     return [TASKS.get(o.name)(o) for o in options]
-
-
-def build_tasks(entries: Sequence[str | dict[str, Any]]) -> list[Task]:
-    """Tasks straight from config entries (parse_tasks then make_tasks)."""
-    return make_tasks(parse_tasks(entries))
