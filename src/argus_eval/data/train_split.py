@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from argus_eval.data.types import Sample, TrainPrior
+from argus_eval.data.types import Sample, TrainAnswers, TrainPrior
 from argus_eval.errors import DatasetError
-
-TrainAnswers = tuple[tuple[str, str, str], ...]
 
 
 def not_given(key: str) -> str:

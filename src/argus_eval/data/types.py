@@ -51,13 +51,16 @@ class SkippedRecord:
     reason: str
 
 
+# (family, question_type, answer) triples of a training split
+TrainAnswers = tuple[tuple[str, str, str], ...]
+
+
 @dataclass(frozen=True)
 class TrainPrior:
     """A QA dataset's training-split answers, what its blind (question-only) baseline is fitted on, or
     why there are none."""
 
-    # (family, question_type, answer) triples
-    answers: tuple[tuple[str, str, str], ...] = ()
+    answers: TrainAnswers = ()
     # Why answers is empty although the format has a training split (the blind baseline says so).
     withheld: str | None = None
     # Where the answers came from (file and config key), for the plan and the report.

@@ -27,8 +27,8 @@ from pydantic import Field
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import Ids, Skips, counts, iter_jsonl, limit_each_kind, need
 from argus_eval.data.paths import safe_relpath
-from argus_eval.data.train_split import TrainAnswers, gold_answers, train_prior
-from argus_eval.data.types import Dataset, Sample, fingerprint_of
+from argus_eval.data.train_split import gold_answers, train_prior
+from argus_eval.data.types import Dataset, Sample, TrainAnswers, fingerprint_of
 from argus_eval.errors import DatasetError
 
 NAMES = (

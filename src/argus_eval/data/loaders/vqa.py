@@ -25,8 +25,8 @@ from argus_eval.data.loaders._common import (
     section,
 )
 from argus_eval.data.paths import safe_relpath
-from argus_eval.data.train_split import TrainAnswers, gold_answers, train_prior
-from argus_eval.data.types import Dataset, Sample, fingerprint_of
+from argus_eval.data.train_split import gold_answers, train_prior
+from argus_eval.data.types import Dataset, Sample, TrainAnswers, fingerprint_of
 
 
 class VqaOptions(DatasetOptions):
