@@ -14,7 +14,7 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.baselines import baseline_rows
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
-from argus_eval.runner.plan import Cell, build_plan
+from argus_eval.runner.plan import build_plan
 from argus_eval.tasks.registry import make_tasks
 
 
@@ -35,12 +35,6 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
         return model.info
     finally:
         model.close()
-
-
-def model_calls(cell: Cell) -> int:
-    """Model inputs one cell sends (pairs scored, texts and images embedded, samples answered): the
-    protocol's own cost (retrieval by pair scores grows as images x texts)."""
-    return cell.protocol.model_calls(cell.samples)
 
 
 def _tasks_of(checkpoint: ModelConfig, models: Sequence[ModelConfig]) -> dict[str, str]:
@@ -78,6 +72,8 @@ def describe_plan(
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in plan.cells:
         key = (c.model.name, c.task.name, c.dataset.name)
+        # the protocol's own cost: pairs scored, texts and images embedded, samples answered
+        calls = c.protocol.cost(c.samples)
         row = rows.setdefault(
             key,
             {
@@ -88,10 +84,10 @@ def describe_plan(
                 "conditions": 0,
                 "samples": len(c.samples),
                 "protocol": c.protocol.name + ("" if c.protocol.native else " (substitute)"),
-                "calls_per_cell": model_calls(c),
+                "calls_per_cell": calls,
                 "calls": 0,
             },
         )
         row["conditions"] += 1
-        row["calls"] += model_calls(c)
+        row["calls"] += calls
     return list(rows.values()), skipped + plan.skipped, baseline_rows(datasets, tasks)

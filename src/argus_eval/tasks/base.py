@@ -70,16 +70,13 @@ class ProtocolChoice(ABC):
     description: str
     # Scores each sample against every text of its cell (the runner fills Prepared.gallery).
     gallery: bool = False
-    # Model inputs one cell of these samples sends (pairs scored, texts and images embedded, answers).
+    # Model inputs one cell of these samples sends (pairs scored, texts and images embedded, answers);
+    # the dry run prints it before any call.
     cost: Callable[[Sequence[Sample]], int] = len
 
     def offered_by(self, info: ModelInfo) -> bool:
         """Whether a model declaring info's capabilities can serve this protocol."""
         return self.needs <= info.capabilities
-
-    def model_calls(self, samples: Sequence[Sample]) -> int:
-        """Model inputs one cell of these samples sends (the dry run prints them before any call)."""
-        return self.cost(samples)
 
     @abstractmethod
     def run(self, model: Model, batch: Sequence[Prepared], dataset: Dataset) -> list[Record]:
