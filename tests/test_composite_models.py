@@ -360,3 +360,29 @@ def test_a_task_the_mapping_leaves_out_is_named_not_run(
     [left_out] = plan["skipped"]
     assert (left_out["model"], left_out["task"]) == ("BLIP", "captioning")
     assert "maps no checkpoint to captioning" in left_out["reason"]
+
+
+def test_default_suite_blip_row_serves_every_task_natively_from_its_zoo_heads(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default suite's BLIP is one row over the zoo's three BLIP heads, each serving its task natively
+    (datasets shrunk so the dry run generates little; models, tasks and mapping are the suite's own)."""
+    from argus_eval.runner.config import default_config_path
+
+    cfg = yaml.safe_load(default_config_path().read_text())
+    cfg["datasets"] = [{**d, "n_images": 2, "questions_per_image": 1} for d in cfg["datasets"]]
+    cfg["cache_dir"] = str(cache)
+    path = tmp_path / "default.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(sys, "argv", ["argus", "run", "-c", str(path), "--dry-run", "--json"])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    assert ei.value.code == 0
+    plan = json.loads(capsys.readouterr().out)
+    blip = {(r["task"], r["checkpoint"], r["protocol"]) for r in plan["cells"] if r["model"] == "BLIP"}
+    assert blip == {
+        ("retrieval", "zoo:blip_itm", "embed"),
+        ("captioning", "zoo:blip", "caption"),
+        ("reasoning", "zoo:blip_vqa", "generate"),
+    }
+    assert not [s for s in plan["skipped"] if s["model"] == "BLIP"]

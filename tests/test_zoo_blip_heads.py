@@ -1,4 +1,4 @@
-"""Zoo BLIP retrieval recipe: seeded determinism, the captioner start, ITM negatives, adapter, shipped ITM."""
+"""Zoo BLIP head recipes (retrieval, VQA): determinism, start points, ITM negatives, adapters, shipped ITM."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_start_from_captioner_copies_the_shipped_towers() -> None:
     assert len(start["sha256"]) == 64
 
 
-@pytest.mark.parametrize("module", ["train_blip_itm"])
+@pytest.mark.parametrize("module", ["train_blip_itm", "train_blip_vqa"])
 def test_blip_head_training_is_deterministic_from_seed(module: str, tmp_path: Path) -> None:
     import importlib
 
@@ -123,3 +123,52 @@ def test_shipped_blip_itm_prefers_each_images_own_caption() -> None:
         model.close()
     assert len(pairs) > 100
     assert float(np.mean(own > other)) > 0.6
+
+
+def test_blip_vqa_starts_from_the_shipped_heads_word_by_word() -> None:
+    """The VQA head's towers are the retrieval head's, its decoder the captioner's; the VQA vocabulary
+    adds the prompt's words, so vocabulary-sized rows are copied by word, and a new word keeps its own."""
+    from argus_eval.models.hf_common import hf_module
+    from argus_eval.zoo.catalog import CHECKPOINTS
+    from argus_eval.zoo.training import train_blip as blip
+    from argus_eval.zoo.training.chat_vlm import prompt_words
+    from argus_eval.zoo.training.train_blip_vqa import start_parts
+    from argus_eval.zoo.training.vocab import words_of
+
+    tok = blip.build_tokenizer(prompt_words())
+    model = hf_module().BlipForQuestionAnswering(blip.blip_config(tok))
+    fresh = {k: v.clone() for k, v in model.state_dict().items()}
+    record = start_parts(model, tok)
+    got, itm, cap = model.state_dict(), _weights(CHECKPOINTS / "blip_itm"), _weights(CHECKPOINTS / "blip")
+    key = "encoder.layers.1.mlp.fc2.bias"
+    assert torch.equal(got[f"vision_model.{key}"], itm[f"vision_model.{key}"])
+    layer = "encoder.layer.0.crossattention.self.key.weight"
+    assert torch.equal(got[f"text_encoder.{layer}"], itm[f"text_encoder.{layer}"])
+    assert torch.equal(got[f"text_decoder.bert.{layer}"], cap[f"text_decoder.bert.{layer}"])
+    old = blip.build_tokenizer()
+    emb = "text_encoder.embeddings.word_embeddings.weight"
+    for word in ("cube", "[SEP]"):
+        own, theirs = tok.convert_tokens_to_ids(word), old.convert_tokens_to_ids(word)
+        assert torch.equal(got[emb][own], itm[emb][theirs])
+    new = next(w for w in sorted(words_of(prompt_words())) if w not in old.get_vocab())
+    row = tok.convert_tokens_to_ids(new)
+    assert torch.equal(got[emb][row], fresh[emb][row])
+    assert [r["from"] for r in record] == ["zoo:blip_itm", "zoo:blip_itm", "zoo:blip"]
+
+
+def test_blip_vqa_reloads_through_its_adapter_and_answers(tmp_path: Path) -> None:
+    from argus_eval.models.loading import load_model
+    from argus_eval.models.protocols import GENERATE
+    from argus_eval.models.spec import ModelConfig
+    from argus_eval.zoo.training.data import load_split
+    from argus_eval.zoo.training.train_blip_vqa import train
+
+    train(tmp_path, 1, None, _quiet, steps=3, n_images=12)
+    split = load_split("studio", "train", 12)
+    vqa = load_model(ModelConfig(name="vqa", spec=f"hf:{tmp_path}", device="cpu"))
+    try:
+        assert GENERATE in vqa.info.capabilities
+        out = vqa.generate(list(split.images[:2]), [q["question"] for q in split.questions[:2]], 3)  # type: ignore[attr-defined]
+        assert len(out) == 2 and all(isinstance(a, str) for a in out)
+    finally:
+        vqa.close()

@@ -93,6 +93,7 @@ def test_lxmert_curriculum_pools_hold_only_their_questions() -> None:
     assert all(is_zero_hop(qs[i]) and qs[i]["qtype"] == "query_color" for i in colour)
     assert all(is_zero_hop(qs[i]) and qs[i]["qtype"].startswith("query_") for i in attrs)
     assert curriculum_pool(qs, "all") == list(range(len(qs)))
+    assert curriculum_pool(qs, "natural") == list(range(len(qs)))
 
 
 def test_lxmert_training_is_deterministic_and_reloads_with_its_region_provider(tmp_path: Path) -> None:

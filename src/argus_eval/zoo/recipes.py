@@ -16,10 +16,11 @@ if TYPE_CHECKING:
 RECIPES: Registry[Recipe] = Registry("zoo model")
 RECIPES.register("clip", "argus_eval.zoo.training.train_clip:RECIPE")
 RECIPES.register("blip", "argus_eval.zoo.training.train_blip:RECIPE")
-# BLIP's retrieval head starts from the captioner's towers, so it is trained after it.
+# BLIP's retrieval head starts from the captioner's towers, and its VQA head from both, so they follow it.
 RECIPES.register("blip_itm", "argus_eval.zoo.training.train_blip_itm:RECIPE")
+RECIPES.register("blip_vqa", "argus_eval.zoo.training.train_blip_vqa:RECIPE")
 RECIPES.register("lxmert", "argus_eval.zoo.training.train_lxmert:RECIPE")
 RECIPES.register("gemma3", "argus_eval.zoo.training.train_gemma3:RECIPE")
 RECIPES.register("qwen2_5_vl", "argus_eval.zoo.training.train_qwen:RECIPE")
 
-ORDER: tuple[str, ...] = ("clip", "blip", "blip_itm", "lxmert", "gemma3", "qwen2_5_vl")
+ORDER: tuple[str, ...] = ("clip", "blip", "blip_itm", "blip_vqa", "lxmert", "gemma3", "qwen2_5_vl")

@@ -52,12 +52,13 @@ class QuestionSampler:
 
 def curriculum_pool(questions: Sequence[dict[str, Any]], which: str) -> list[int]:
     """Indices of the zero-hop questions of one query type ("query_color"), of every query type
-    ("query"), or of every question ("all"): the stages of the zoo's QA curricula.
+    ("query"), or of every question ("all", drawn with zero-hop ones oversampled, or "natural", drawn
+    uniformly as a test split mixes them): the stages of the zoo's QA curricula.
 
     Trained on every question from the start, tiny QA models settle on the blind per-type prior; a
     first stage of colour questions alone (8 answers, a useless prior) makes looking pay.
     """
-    if which == "all":
+    if which in ("all", "natural"):
         return list(range(len(questions)))
     return [i for i, q in enumerate(questions) if is_zero_hop(q) and str(q["qtype"]).startswith(which)]
 
@@ -76,7 +77,7 @@ def run_curriculum(
     groups: list[dict[str, object]] | None = None,
 ) -> LoopResult:
     """Train through the curriculum's phases in order; each step is loss_of(batch question indices),
-    drawn from the phase's pool, or from `sampler` (zero-hop oversampled) in an "all" phase.
+    drawn uniformly from the phase's pool, or from `sampler` (zero-hop oversampled) in an "all" phase.
 
     `steps`, if given, is split evenly over the phases; `seconds` in proportion to their step counts.
     """
