@@ -123,6 +123,9 @@ def train(
         question = model.text_encoder(
             input_ids=enc["input_ids"][idx][:, : m.shape[1]], attention_mask=m, encoder_hidden_states=image
         ).last_hidden_state
+        # transformers 5.24's BLIP text layers drop encoder_attention_mask in cross-attention, so the
+        # decoder reads the question's pads (up to the batch's longest); at inference the adapter batches
+        # equal-length questions, which have none.
         loss: torch.Tensor = model.text_decoder(
             input_ids=answer_ids[idx],
             attention_mask=ans["attention_mask"][idx],
