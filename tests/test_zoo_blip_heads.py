@@ -172,3 +172,26 @@ def test_blip_vqa_reloads_through_its_adapter_and_answers(tmp_path: Path) -> Non
         assert len(out) == 2 and all(isinstance(a, str) for a in out)
     finally:
         vqa.close()
+
+
+def test_shipped_blip_vqa_reads_colours_off_the_image() -> None:
+    """The shipped zoo:blip_vqa on held-out scenes: "what colour" questions (8 colours, chance 1/8) are
+    answered well above chance with their own image and fall towards chance with another scene's."""
+    from argus_eval.models.loading import load_model
+    from argus_eval.models.spec import ModelConfig
+    from argus_eval.tasks.reasoning import ReasoningOptions
+    from argus_eval.zoo.training.data import load_split
+
+    split = load_split("studio", "test", 100)
+    qs = [q for q in split.questions if q["qtype"] == "query_color"]
+    prompts = [ReasoningOptions().prompt.format(question=q["question"]) for q in qs]
+    own = [split.images[q["image_index"]] for q in qs]
+    other = [split.images[(q["image_index"] + 50) % 100] for q in qs]  # another scene, never its own
+    model = load_model(ModelConfig(name="blip_vqa", spec="zoo:blip_vqa", device="cpu", batch_size=64))
+    try:
+        answers = {"own": model.generate(own, prompts, 3), "other": model.generate(other, prompts, 3)}  # type: ignore[attr-defined]
+    finally:
+        model.close()
+    acc = {k: sum(a == q["answer"] for a, q in zip(v, qs, strict=True)) / len(qs) for k, v in answers.items()}
+    assert len(qs) > 80
+    assert acc["own"] > 0.25 and acc["own"] > acc["other"] + 0.1, acc
