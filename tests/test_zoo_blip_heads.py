@@ -47,7 +47,7 @@ def test_start_from_captioner_copies_the_shipped_towers() -> None:
 
     tok = blip.build_tokenizer()
     model = hf_module().BlipForImageTextRetrieval(blip.blip_config(tok))
-    start = blip.start_from_captioner(model, text_encoder=True)
+    start = blip.start_from_captioner(model, tok, text_encoder=True)
     shipped = _weights(CHECKPOINTS / "blip")
     got = model.state_dict()
     for key in (
@@ -132,13 +132,13 @@ def test_blip_vqa_starts_from_the_shipped_heads_word_by_word() -> None:
     from argus_eval.zoo.catalog import CHECKPOINTS
     from argus_eval.zoo.training import train_blip as blip
     from argus_eval.zoo.training.chat_vlm import prompt_words
-    from argus_eval.zoo.training.train_blip_vqa import start_parts
+    from argus_eval.zoo.training.train_blip_vqa import START
     from argus_eval.zoo.training.vocab import words_of
 
     tok = blip.build_tokenizer(prompt_words())
     model = hf_module().BlipForQuestionAnswering(blip.blip_config(tok))
     fresh = {k: v.clone() for k, v in model.state_dict().items()}
-    record = start_parts(model, tok)
+    record = blip.start_parts(model, tok, START)
     got, itm, cap = model.state_dict(), _weights(CHECKPOINTS / "blip_itm"), _weights(CHECKPOINTS / "blip")
     key = "encoder.layers.1.mlp.fc2.bias"
     assert torch.equal(got[f"vision_model.{key}"], itm[f"vision_model.{key}"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,29 +77,70 @@ def blip_config(tok: Any) -> Any:
     return tf.BlipConfig(text_config=text, vision_config=vision, image_text_hidden_size=ARCH["hidden"])
 
 
-def start_from_captioner(model: Any, text_encoder: bool = False) -> dict[str, Any]:
-    """Start `model`'s vision tower (and, with text_encoder, its text encoder) from the shipped zoo:blip,
-    as BLIP's retrieval and VQA heads start from one pre-trained model; returns what the manifest
-    records of the start point.
+# (part of the model being trained, shipped zoo model it starts from, that model's part)
+StartPart = tuple[str, str, str]
 
-    The text encoder takes the captioner decoder's BERT layers (the same BlipTextModel; only the
-    attention mask differs), so it must share the captioner's vocabulary. The checkpoint is verified
-    against the manifest first, so the start point is exactly the one recorded.
+
+def start_parts(model: Any, tok: Any, parts: Sequence[StartPart]) -> list[dict[str, str]]:
+    """Start parts of `model` from shipped zoo checkpoints, as BLIP's heads all start from one
+    pre-trained model; returns, per part, what the manifest records of its start point.
+
+    Each checkpoint is verified against the manifest first, so the start point is exactly the one
+    recorded. Every tensor of a part must come from its source (a tied tensor follows the one it shares
+    storage with) and every source tensor must have its place. A head may add words (the VQA head reads
+    the reasoning prompt), so vocabulary-sized tensors are matched word by word; a new word keeps its
+    initial row.
     """
     from safetensors.torch import load_file
 
     from argus_eval.zoo.catalog import read_manifest, verify_checkpoint
 
-    weights = load_file(str(verify_checkpoint(RECIPE.name) / "model.safetensors"))
-    parts = {"vision_model.": model.vision_model}
+    state, words = model.state_dict(), tok.convert_ids_to_tokens(list(range(len(tok))))
+    loaded: dict[str, torch.Tensor] = {}
+    record = []
+    for part, name, src in parts:
+        d = verify_checkpoint(name)
+        vocab = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+        rows = torch.tensor([vocab.get(w, -1) for w in words])
+        for key, value in load_file(str(d / "model.safetensors")).items():
+            if not key.startswith(src):
+                continue
+            own = part + key[len(src) :]
+            if own not in state:
+                raise KeyError(f"zoo:{name}'s {key} has no place in {type(model).__name__} (as {own})")
+            if value.shape != state[own].shape:  # vocabulary-sized: by word
+                merged, known = state[own].clone(), rows >= 0
+                merged[known] = value[rows[known]]
+                value = merged
+            loaded[own] = value
+        sha = read_manifest()["models"][name]["files"]["model.safetensors"]
+        record.append({"part": part.rstrip("."), "from": f"zoo:{name}", "sha256": sha})
+    model.load_state_dict(loaded, strict=False)
+    shared = {state[k].data_ptr() for k in loaded}
+    prefixes = tuple(part for part, _, _ in parts)
+    unset = [
+        k for k in state if k.startswith(prefixes) and k not in loaded and state[k].data_ptr() not in shared
+    ]
+    if unset:
+        raise KeyError(f"{type(model).__name__}: no start for {', '.join(unset)}")
+    return record
+
+
+def start_from_captioner(model: Any, tok: Any, text_encoder: bool = False) -> dict[str, Any]:
+    """Start `model`'s vision tower (and, with text_encoder, its text encoder) from the shipped zoo:blip;
+    returns what the manifest records of the start point.
+
+    The text encoder takes the captioner decoder's BERT layers (the same BlipTextModel; only the
+    attention mask differs).
+    """
+    parts = [("vision_model.", RECIPE.name, "vision_model.")]
     if text_encoder:
-        parts["text_decoder.bert."] = model.text_encoder
-    for prefix, module in parts.items():
-        module.load_state_dict({k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)})
+        parts.append(("text_encoder.", RECIPE.name, "text_decoder.bert."))
+    first = start_parts(model, tok, parts)[0]
     return {
-        "from": f"zoo:{RECIPE.name}",
-        "parts": sorted(p.rstrip(".") for p in parts),
-        "sha256": read_manifest()["models"][RECIPE.name]["files"]["model.safetensors"],
+        "from": first["from"],
+        "parts": sorted(src.rstrip(".") for _, _, src in parts),
+        "sha256": first["sha256"],
     }
 
 

@@ -48,7 +48,7 @@ def train(
     """ITC + ITM on every caption of each image; saves zoo:blip_itm into out_dir."""
     s = blip.setup("BlipForImageTextRetrieval", seed, n_images)
     model, pixels = s.model, s.pixels
-    start = blip.start_from_captioner(model, text_encoder=True)
+    start = blip.start_from_captioner(model, s.tok, text_encoder=True)
     batches = CaptionBatches(s.tok, s.split.captions, BATCH)
     truth = torch.from_numpy(s.split.positives())  # (n_images * n_caps, n_images), image-major
     log_scale = torch.nn.Parameter(torch.tensor(math.log(1 / TEMPERATURE)))

@@ -22,9 +22,7 @@ docs/zoo.md); what made this one look:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -47,43 +45,12 @@ PHASES: tuple[Phase, ...] = (
     ("all", "all", Schedule(steps=2400, lr=1e-3, warmup=30)),
     ("final", "natural", Schedule(steps=1500, lr=3e-4, warmup=30)),
 )
-# (part of this model, zoo model it starts from, that model's part), as BLIP's VQA model starts from its
-# pre-trained encoders and decoder.
-START: tuple[tuple[str, str, str], ...] = (
+# As BLIP's VQA model starts from its pre-trained encoders and decoder.
+START: tuple[blip.StartPart, ...] = (
     ("vision_model.", "blip_itm", "vision_model."),
     ("text_encoder.", "blip_itm", "text_encoder."),
     ("text_decoder.", "blip", "text_decoder."),
 )
-
-
-def start_parts(model: Any, tok: Any) -> list[dict[str, str]]:
-    """Load START into `model` from the verified shipped checkpoints. Their vocabulary lacks the
-    prompt's words, so vocabulary-sized tensors are matched word by word (a new word keeps its initial
-    row); returns what the manifest records of each start point."""
-    from safetensors.torch import load_file
-
-    from argus_eval.zoo.catalog import read_manifest, verify_checkpoint
-
-    state, words = model.state_dict(), tok.convert_ids_to_tokens(list(range(len(tok))))
-    loaded: dict[str, torch.Tensor] = {}
-    record = []
-    for part, name, src in START:
-        d = verify_checkpoint(name)
-        vocab = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
-        rows = torch.tensor([vocab.get(w, -1) for w in words])
-        for key, value in load_file(str(d / "model.safetensors")).items():
-            if not key.startswith(src):
-                continue
-            own = part + key[len(src) :]
-            if value.shape != state[own].shape:  # vocabulary-sized: by word
-                merged, known = state[own].clone(), rows >= 0
-                merged[known] = value[rows[known]]
-                value = merged
-            loaded[own] = value
-        sha = read_manifest()["models"][name]["files"]["model.safetensors"]
-        record.append({"part": part.rstrip("."), "from": f"zoo:{name}", "sha256": sha})
-    model.load_state_dict(loaded, strict=False)
-    return record
 
 
 def lr_scale(name: str) -> float:
@@ -102,7 +69,7 @@ def train(
     """The curriculum (steps, if given, is split evenly over the phases); saves zoo:blip_vqa into out_dir."""
     s = blip.setup("BlipForQuestionAnswering", seed, n_images, prompt_words())
     model, tok, qs = s.model, s.tok, s.split.questions
-    start = start_parts(model, tok)
+    start = blip.start_parts(model, tok, START)
     prompt = task_prompts()[1]
     enc = tok([prompt.format(question=q["question"]) for q in qs], padding="longest", return_tensors="pt")
     ans = tok([q["answer"] for q in qs], padding="longest", return_tensors="pt")
