@@ -48,8 +48,21 @@ def run(
         Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<config name>).")
     ] = None,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Any skipped record or failed sample is fatal.")
+        bool,
+        typer.Option(
+            "--strict", help="Any skipped record, failed sample or model that cannot load is fatal."
+        ),
     ] = False,
+    max_failed: Annotated[
+        float,
+        typer.Option(
+            "--max-failed",
+            min=0.0,
+            max=1.0,
+            help="Exit 1 (after writing everything) when more than this share of any model's samples "
+            "failed; a model that cannot load counts as all failed.",
+        ),
+    ] = 0.0,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and check paths; run no model.")
     ] = False,
@@ -87,7 +100,7 @@ def run(
     if dry_run:
         dry_run_plan(cfg_path, console, as_json, overrides)
         return
-    run_command(
+    code = run_command(
         cfg_path,
         out,
         strict=strict,
@@ -96,7 +109,10 @@ def run(
         console=console,
         overrides=overrides,
         retry_failed=retry_failed,
+        max_failed=max_failed,
     )
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
