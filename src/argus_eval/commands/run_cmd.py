@@ -150,14 +150,14 @@ def run_command(
         f"   recomputed (inputs changed): {outcome.stats.stale}   retried failures: {outcome.stats.retried}"
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
-    for line in failure_lines(res):
-        console.print(line, markup=False, highlight=False)
+    for line in failure_lines(res):  # one line each, never wrapped: logs are searched for them
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
         f"summary.md, report.html"
     )
     if why is not None:
-        console.print(f"exit {code}: {why}", markup=False, highlight=False)
+        console.print(f"exit {code}: {why}", markup=False, highlight=False, soft_wrap=True)
     return code
 
 

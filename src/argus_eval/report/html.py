@@ -210,7 +210,11 @@ def render_html(results: Results, samples_path: Path, options: HtmlOptions | Non
     }
     sections = [
         ("scorecard", "Scorecard", table_html(t["scorecard"]) + _chart_divs(charts, "charts")),
-        ("failures", "Failed samples", table_html(t["failures"]) + table_html(t["not-run"])),
+        (
+            "failures",
+            "Failed samples",
+            table_html(t["failures"]) + f"<h3>{esc(t['not-run'].title)}</h3>" + table_html(t["not-run"]),
+        ),
         (
             "rankings",
             "Rankings",
