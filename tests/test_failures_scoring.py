@@ -161,7 +161,7 @@ def test_a_perturbed_shortfall_withholds_only_the_overall_claim() -> None:
     assert shortfalls(cov, 0.9)["overall"] == {}
     gone = Coverage(cov.planned, cov.scored, {"C": "could not load (no such directory)"})
     entry = shortfalls(gone, 0.95)["capability"][("A", "C")]
-    assert entry == {"reason": "C ran no cell (could not load (no such directory))", "cells": []}
+    assert entry == {"reason": "C ran no cell: could not load (no such directory)", "cells": []}
 
 
 def test_a_model_that_ran_nothing_has_a_row_and_no_claim() -> None:

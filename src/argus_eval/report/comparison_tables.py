@@ -23,8 +23,13 @@ def _share(results: Results, axis: str, a: str, b: str) -> TCell:
     if reason is not None:
         return TCell("n/c", reason, undefined=True)
     v = results.rankings.share(axis, a, b)
+    incomplete = comp.incomplete_reason(a, b, "overall" if axis == "ARGUS" else "capability")
     if v is None:
+        if incomplete is not None:
+            return TCell("incomplete", incomplete, undefined=True)
         return TCell("undefined", "no bootstrap resamples", undefined=True)
+    if incomplete is not None:  # the share is shown, but no claim follows from it
+        return TCell(f"{v:.3f} (incomplete)", incomplete)
     return _t(f"{v:.3f}{' *' if v >= comp.claim_confidence else ''}")
 
 
@@ -38,7 +43,8 @@ def pairwise(results: Results, axis: str) -> Table:
         caption="Share of paired bootstrap resamples in which the row model beats the column model head to "
         "head on the cells both ran (ties count half). "
         f"A claim 'A above B' needs at least {results.comparison.claim_confidence:.2f}."
-        " n/c: the two share no cell.",
+        " n/c: the two share no cell; incomplete: a model did not score enough of a shared cell, so "
+        "nothing is claimed.",
     )
     for a in names:
         t.rows.append([_t(a), *[_t("-") if a == b else _share(results, axis, a, b) for b in names]])

@@ -68,7 +68,7 @@ def pair_shortfall(cov: Coverage, a: str, b: str, share: float) -> dict[str, dic
     out: dict[str, dict[str, Any]] = {}
     gone = [m for m in (a, b) if m in cov.unavailable]
     if gone:
-        reason = "; ".join(f"{m} ran no cell ({cov.unavailable[m]})" for m in gone)
+        reason = "; ".join(f"{m} ran no cell: {cov.unavailable[m]}" for m in gone)
         return {axis: {"reason": reason, "cells": []} for axis in _AXIS_CELLS}
     mine = {(k.task, k.dataset, k.condition) for k in cov.planned if k.model == a}
     shared = sorted(w for w in mine if CellKey(b, *w) in cov.planned)  # (task, dataset, condition)

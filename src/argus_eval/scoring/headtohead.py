@@ -222,6 +222,8 @@ def _sentence(
             f"Only {_join(models) if models else 'no model'} was scored, so there is nothing to compare."
             + tail
         )
+    if not verdicts["overall"]:
+        return "No two models share a cell both scored, so there is nothing to compare." + tail
     if not has_bootstrap:
         return "No bootstrap was run, so no model is claimed above another (set scoring.resamples)." + tail
 
