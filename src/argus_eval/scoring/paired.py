@@ -133,6 +133,21 @@ def paired_counts(group: Group, resamples: int, seed: int) -> FloatArray:
     return np.vstack([np.ones((1, n)), counts]).astype(np.float64)
 
 
+class Draws:
+    """paired_counts memoised by (task, dataset, ids): models (and pairs) that scored the same samples
+    share one draw instead of repeating it. One per scoring pass; it holds that pass's arrays only."""
+
+    def __init__(self, resamples: int, seed: int) -> None:
+        self.resamples, self.seed = resamples, seed
+        self._memo: dict[tuple[str, str, tuple[str, ...]], FloatArray] = {}
+
+    def __call__(self, group: Group) -> FloatArray:
+        key = (group.task, group.dataset, tuple(group.ids))
+        if key not in self._memo:
+            self._memo[key] = paired_counts(group, self.resamples, self.seed)
+        return self._memo[key]
+
+
 def _flip_indicators(group: Group) -> dict[CellKey, FloatArray]:
     """Per perturbed cell with predictions (and a clean cell with predictions), 1.0 where the
     prediction differs from the same model's clean prediction on the same sample."""
@@ -153,23 +168,27 @@ def group_rows(
 ) -> tuple[dict[CellKey, FloatArray], dict[CellKey, FloatArray]]:
     """Primary score rows of every cell of the group and flip-rate rows of its perturbed cells.
 
-    Each cell's resampled component sums are a matmul of its own (counts @ components), then its
-    finish; a flip rate is the resampled share of flips. One product per cell, never one over the
-    group's cells side by side: the summation order of a product depends on its shape, and two models
-    with identical answers must get bit-identical rows, whatever else their groups hold."""
+    One matmul of the counts with the group's cells' components side by side (one model's cells only,
+    so the summation order, which depends on the product's shape, never depends on another model),
+    then each cell's finish on its slice of the summed components; the flip indicators get a product of
+    their own (a cell's scores do not depend on whether predictions were recorded), and a flip rate is
+    the resampled share of flips."""
+    blocks = [a.cell.components[a.index].astype(np.float64) for a in group.cells]
+    sums = counts @ np.concatenate(blocks, axis=1)
     scores: dict[CellKey, FloatArray] = {}
+    start = 0
     for a in group.cells:
-        sums = counts @ a.cell.components[a.index].astype(np.float64)
-        score = np.asarray(a.cell.finish(sums), dtype=np.float64)
+        k = a.cell.components.shape[1]
+        score = np.asarray(a.cell.finish(sums[:, start : start + k]), dtype=np.float64)
         if score.shape != (counts.shape[0],):
             raise MetricError(
                 f"cell {a.cell.key}: finish returned shape {score.shape}, expected ({counts.shape[0]},)"
             )
         scores[a.cell.key] = score
+        start += k
     flips = _flip_indicators(group)
-    n = len(group.ids)
-    flip_rows = {}
+    flip_rows: dict[CellKey, FloatArray] = {}
     if flips:
-        shares = counts @ np.stack(list(flips.values()), axis=1) / n
+        shares = counts @ np.stack(list(flips.values()), axis=1) / len(group.ids)
         flip_rows = {key: shares[:, j] for j, key in enumerate(flips)}
     return scores, flip_rows

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from argus_eval.scoring.engine import retention_rows
 from argus_eval.scoring.headtohead import PairInputs, pair_inputs
-from argus_eval.scoring.paired import Group, group_rows, paired_counts, restrict
+from argus_eval.scoring.paired import Draws, Group, group_rows, restrict
 from argus_eval.scoring.types import CellKey, FloatArray
 
 TaskDataset = tuple[str, str]
@@ -27,17 +27,17 @@ class PairRows:
         self,
         groups: Sequence[Group],
         scores: Mapping[CellKey, FloatArray],
+        retention: Mapping[CellKey, FloatArray],
         floor: Mapping[CellKey, float],
         efficiency: Mapping[tuple[str, str], FloatArray],
-        resamples: int,
-        seed: int,
+        draws: Draws,
     ) -> None:
         self._groups = {(g.model, g.task, g.dataset): g for g in groups}
         self._scores = scores
+        self._retention = retention  # each model's own retention ratio rows, by perturbed cell
         self._floor = floor
         self._efficiency = efficiency
-        self._resamples = resamples
-        self._seed = seed
+        self._draws = draws
         self._memo: dict[tuple[str, str], PairInputs] = {}
         self._common: dict[tuple[str, str], dict[TaskDataset, int]] = {}
 
@@ -47,6 +47,7 @@ class PairRows:
     def _build(self, a: str, b: str) -> PairInputs:
         scores: dict[CellKey, FloatArray] = {}
         common: dict[TaskDataset, int] = {}
+        narrowed: set[TaskDataset] = set()  # where the pair's rows are not the models' own
         for (model, task, dataset), ga in sorted(self._groups.items()):
             if model not in (a, b):
                 continue
@@ -64,12 +65,17 @@ class PairRows:
                 scores.update(self._own(ga))
                 scores.update(self._own(other))
                 continue
+            narrowed.add((task, dataset))
             ra, rb = restrict(ga, ids), restrict(other, ids)
-            counts = paired_counts(ra, self._resamples, self._seed)  # the same draw for both models
+            counts = self._draws(ra)  # one draw over the common samples, for both models
             scores.update(group_rows(ra, counts)[0])
             scores.update(group_rows(rb, counts)[0])
         self._common[(a, b)] = common
-        retention = {m: [(r.key, r.ratio) for r in retention_rows(m, scores, {})[0]] for m in (a, b)}
+        retention = {
+            m: [(k, r) for k, r in self._retention.items() if k.model == m and k.group not in narrowed]
+            + [(r.key, r.ratio) for r in retention_rows(m, scores, {})[0] if r.key.group in narrowed]
+            for m in (a, b)
+        }
         efficiency = {k: v for k, v in self._efficiency.items() if k[0] in (a, b)}
         return pair_inputs(scores, self._floor, retention, efficiency)
 

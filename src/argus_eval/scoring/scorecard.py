@@ -17,7 +17,7 @@ from argus_eval.scoring.efficiency_axis import efficiency_from_timings
 from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
 from argus_eval.scoring.headtohead import HeadToHead, head_to_head
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
+from argus_eval.scoring.paired import Draws, Group, align, group_rows
 from argus_eval.scoring.pairs import PairRows
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray
@@ -111,7 +111,7 @@ class _Rows:
     models: dict[str, ModelRows]
     e_tasks: dict[tuple[str, str], FloatArray]
     floor: dict[CellKey, float]  # clean cells at or below chance (decided by row 0)
-    resamples: int
+    draws: Draws  # the resample counts of these rows, by (task, dataset, ids)
 
 
 @dataclass(frozen=True)
@@ -153,9 +153,9 @@ def _rows(
     """Cell score rows and every model's axis rows for the full sample plus `resamples` resamples."""
     scores: dict[CellKey, FloatArray] = {}
     flips: dict[CellKey, FloatArray] = {}
+    draws = Draws(resamples, options.seed)
     for g in groups:
-        counts = paired_counts(g, resamples, options.seed)
-        cell_rows, flip_rows = group_rows(g, counts)
+        cell_rows, flip_rows = group_rows(g, draws(g))
         scores.update(cell_rows)
         flips.update(flip_rows)
     expected = expected_datasets(list(scores))
@@ -168,14 +168,15 @@ def _rows(
         m: model_rows(m, scores, flips, e_values[m], options, expected, floor, 1 + resamples, left)
         for m in models
     }
-    return _Rows(scores, rows, e_tasks, floor, resamples)
+    return _Rows(scores, rows, e_tasks, floor, draws)
 
 
 def _comparison(
     groups: list[Group], rows: _Rows, models: list[str], options: ScoringOptions, coverage: Coverage
 ) -> tuple[HeadToHead, dict[tuple[str, str], dict[tuple[str, str], int]]]:
     """Every pair head to head on the samples both scored; claims withheld where a pair is incomplete."""
-    pairs = PairRows(groups, rows.scores, rows.floor, rows.e_tasks, rows.resamples, options.seed)
+    retention = {r.key: r.ratio for m in models for r in rows.models[m].retention}
+    pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws)
     h = head_to_head(
         models,
         pairs,
