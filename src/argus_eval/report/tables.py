@@ -127,7 +127,8 @@ def cells(results: Results) -> Table:
         "Cells",
         ["model", "task", "dataset", "condition", "protocol", "primary", "scored", "failed", "metrics"],
         caption="Primary score on every scored sample; the interval (in brackets) is the bootstrap interval "
-        "of the cell score on the sample ids common to every cell of its (task, dataset).",
+        "of the cell score on the samples its model scored in every one of its cells of that (task, "
+        "dataset).",
     )
     for c in results.cells:
         protocol = c.protocol + ("" if c.native_protocol else " (substitute)")
