@@ -120,3 +120,11 @@ _add(
 def get_device(name: str) -> DeviceProfile:
     """The registered device profile; UnknownNameError listing the valid names otherwise."""
     return DEVICES.get(name)
+
+
+NOMINAL_DEVICES = frozenset({"cpu-2core"})  # an assumed machine, not a vendor spec sheet: not projected
+
+
+def projected_devices() -> list[str]:
+    """The catalogued devices that figures are projected onto: every one with a vendor datasheet."""
+    return [d for d in DEVICES.names() if d not in NOMINAL_DEVICES]

@@ -126,3 +126,23 @@ def count_work(fn: Callable[[], Any]) -> Work:
                 h.remove()
         passes = tracker.finish()
     return Work(sum(p.flops for p in passes), passes)
+
+
+def extend_decode(work: Work, steps: int, total: int) -> Work | None:
+    """The work of a generation of `total` new tokens from that of `steps` (>= 3) new tokens, whose last
+    steps - 1 passes are decode steps: each further step reads the same weights and costs as much more
+    than the one before as the counted steps do (one more cached position). None when the counted
+    steps are not so (their weight bytes differ, their FLOPs do not grow evenly, or FLOPs ran outside
+    any module): then the caller counts the whole generation."""
+    decode = work.passes[len(work.passes) - (steps - 1) :]
+    if steps < 3 or len(decode) != steps - 1 or work.passes[-1].weight_bytes == 0:
+        return None
+    growth = {b.flops - a.flops for a, b in zip(decode, decode[1:], strict=False)}
+    if len(growth) != 1 or len({p.weight_bytes for p in decode}) != 1:
+        return None
+    (step,) = growth
+    head = work.passes[: len(work.passes) - len(decode)]
+    first = decode[0]
+    more = tuple(Pass(first.flops + i * step, first.weight_bytes) for i in range(total - 1))
+    passes = (*head, *more)
+    return Work(sum(p.flops for p in passes), passes)

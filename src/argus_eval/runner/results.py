@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from argus_eval.efficiency.devices import DEVICES
+from argus_eval.efficiency.devices import projected_devices
 from argus_eval.efficiency.roofline import project
 from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.efficiency.record import EfficiencyProfile
@@ -64,9 +64,6 @@ def reliance_block(scored: list[ScoredCell], options: ScoringOptions) -> Relianc
     )
 
 
-_NOMINAL = {"cpu-2core"}  # an assumed machine, not a vendor spec sheet: no projection onto it
-
-
 def projections(profile: EfficiencyProfile) -> list[Projection]:
     """Roofline projections of a measured profile onto every catalogued device: estimates, never in E.
     A dtype a device has no peak for is projected at the nearest one it has, and says so."""
@@ -74,11 +71,7 @@ def projections(profile: EfficiencyProfile) -> list[Projection]:
     if profile.params is None:
         return []
     weights = profile.params * DTYPE_BYTES[dtype]
-    return [
-        Projection.model_validate(project(profile, weights, name, dtype))
-        for name in DEVICES.names()
-        if name not in _NOMINAL
-    ]
+    return [Projection.model_validate(project(profile, weights, name, dtype)) for name in projected_devices()]
 
 
 # A median relative latency spread across trials above this makes E's ranking fragile: say so.
