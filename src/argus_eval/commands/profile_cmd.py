@@ -70,6 +70,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
     from argus_eval.runner.local import ModelPool
     from argus_eval.runner.pipeline import plan_run
     from argus_eval.runner.profiling import profile_plan
+    from argus_eval.runner.results import projections
     from argus_eval.runner.store import Store
 
     cfg = parse_config({**data, "tasks": [task]}, source)
@@ -89,6 +90,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
         why = profiles.undefined.get(PROFILED) or "; ".join(profiles.left_out.values()) or "no sample"
         raise SampleError(f"could not profile {label!r} on {task}: {why}")
     out = profile.to_json()
+    out["projections"] = [q.model_dump(mode="json") for q in projections(profile)]
     timing = profiles.timings.get((PROFILED, cell.task.name))
     if timing is not None:
         out["trials"] = timing.to_json()["trials"]
@@ -149,6 +151,10 @@ def profile_command(
         return
     for out in outs.values():
         console.print(_table(spec, out))
+        console.print(_projection_table(out))
+        for q in out["projections"]:
+            if q.get("note"):
+                console.print(f"{q['device']}: {q['note']}", highlight=False)
     first = next(iter(outs.values()))
     console.print(
         f"hardware: {first['fingerprint'].get('cpu')} / {first['fingerprint'].get('gpu')}", highlight=False
@@ -197,4 +203,15 @@ def _table(spec: str, out: dict[str, Any]) -> Table:
     for k in FIELDS:
         v = out[k]
         table.add_row(k, "n/a" if v is None else (f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"))
+    return table
+
+
+def _projection_table(out: dict[str, Any]) -> Table:
+    """The roofline projections of the profile (sum over passes of max(FLOPs/peak, bytes/bandwidth))."""
+    table = Table(title="roofline projections at batch 1 (estimates: lower bounds; FLOPs = 2 x MACs)")
+    for col in ("device", "latency (ms)", "bound", "passes", "peak used"):
+        table.add_column(col, justify="right" if col in ("latency (ms)", "passes") else "left")
+    for q in out["projections"]:
+        lat = "n/a" if q["latency_ms"] is None else f"{q['latency_ms']:.4g}"
+        table.add_row(q["device"], lat, q["bound"] or "-", str(q["passes"]), q["peak_basis"] or "-")
     return table
