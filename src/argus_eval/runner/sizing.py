@@ -92,7 +92,7 @@ class SizeReport:
         }
 
 
-class _Counter:
+class WorkCounter:
     """Counts workloads, a generation's first steps once per workload (extended to each length)."""
 
     def __init__(self) -> None:
@@ -112,7 +112,7 @@ def _task_size(
     task: Task,
     sized: Sized,
     info: ModelInfo,
-    counter: _Counter,
+    counter: WorkCounter,
     max_new_tokens: int | None,
     project: Any,
 ) -> TaskSize:
@@ -168,6 +168,6 @@ def size_model(
         return [project_work(work.flops, work.passes, weights[dt], d, dt) for d in names]
 
     info = ModelInfo(name=spec, spec=spec, fingerprint="", capabilities=sized.capabilities, family=sized.family)
-    counter = _Counter()
+    counter = WorkCounter()
     sizes = [_task_size(t, sized, info, counter, max_new_tokens, project) for t in tasks]
     return SizeReport(spec, source, sized.family, sized.architecture, dt, params, weights, sizes, ref)
