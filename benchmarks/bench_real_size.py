@@ -106,7 +106,9 @@ def dry_run(cases: Sequence[Case], dtype: str) -> int:
     for case in cases:
         sized = _sized(case, "meta", dtype)
         w = sized.workloads[case.capability]
-        print(f"{case.preset}: {sized.architecture}, {sized.params:,} parameters, {case.capability}: {w.inputs}")
+        print(
+            f"{case.preset}: {sized.architecture}, {sized.params:,} parameters, {case.capability}: {w.inputs}"
+        )
     return 0
 
 
@@ -115,7 +117,16 @@ def run(cases: Sequence[Case], dtype: str, new_tokens: int, warmup: int, runs: i
     device = _device_profile()
     print(f"GPU: {torch.cuda.get_device_name()} (device profile: {device or 'none matched'}); {dtype}; "
           f"batch 1; {warmup} warm-up + {runs} timed runs; generations: {new_tokens} new tokens")  # fmt: skip
-    head = ("model", "p50 ms", "p95 ms", "peak GB", "paper ms", "paper GB", "projected ms", "measured/projected")
+    head = (
+        "model",
+        "p50 ms",
+        "p95 ms",
+        "peak GB",
+        "paper ms",
+        "paper GB",
+        "projected ms",
+        "measured/projected",
+    )
     print(" | ".join(head))
     for case in cases:
         sized = _sized(case, "cuda", dtype)

@@ -36,7 +36,12 @@ def _config(root: Path, model_dir: Path) -> Path:
     images = root / "images"
     images.mkdir()
     write_image(images / "im0.png", seed=0)
-    entry = {"filename": "im0.png", "imgid": 0, "split": "test", "sentences": [{"raw": "a cube", "sentid": 0}]}
+    entry = {
+        "filename": "im0.png",
+        "imgid": 0,
+        "split": "test",
+        "sentences": [{"raw": "a cube", "sentid": 0}],
+    }
     (root / "ann.json").write_text(json.dumps({"images": [entry]}))
     config = {
         "name": "gen",
@@ -51,8 +56,9 @@ def _config(root: Path, model_dir: Path) -> Path:
 
 
 def _profile(cfg: Path, new_tokens: int, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> dict[str, Any]:
-    argv = ["argus", "profile", "-m", "g", "-c", str(cfg), "--task", "captioning", "--max-new-tokens", str(new_tokens),
-            "--trials", "1", "--repeats", "1", "--warmup", "0", "--batch-size", "1", "--json"]  # fmt: skip
+    argv = ["argus", "profile", "-m", "g", "-c", str(cfg), "--task", "captioning",
+            "--max-new-tokens", str(new_tokens), "--trials", "1", "--repeats", "1", "--warmup", "0",
+            "--batch-size", "1", "--json"]  # fmt: skip
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as ei:
         main()
@@ -93,7 +99,9 @@ def test_a_generations_projection_grows_by_one_read_of_the_weights_per_new_token
         dev = get_device(device)
         # six more decode steps, each memory-bound (tiny: ~2 FLOPs per weight byte read), each one read of
         # the step's weights at the device's bandwidth
-        assert lg["latency_ms"] - s["latency_ms"] == pytest.approx(6 * step_bytes / dev.bandwidth_bytes_per_s * 1e3)
+        assert lg["latency_ms"] - s["latency_ms"] == pytest.approx(
+            6 * step_bytes / dev.bandwidth_bytes_per_s * 1e3
+        )
         assert lg["bound"] == "memory" and lg["passes"] == 2 + 9
     a100 = _by_device(long)["a100-80gb-sxm"]
     assert (a100["compute_dtype"], a100["peak_basis"]) == ("bfloat16", "BF16 Tensor Core, dense")
@@ -135,5 +143,3 @@ def test_gemma_3_4b_sizes_in_seconds_with_projections_for_every_device() -> None
     nano = next(p for p in reasoning.projections if p["device"] == "jetson-nano")
     assert nano["fits_in_memory"] is False and "no bfloat16 peak" in str(nano["note"])
     assert retrieval.work is None and "substitute" in str(retrieval.reason)
-
-

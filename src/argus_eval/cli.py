@@ -253,15 +253,19 @@ def profile(
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "auto",
     dtype: Annotated[
         str | None,
-        typer.Option("--dtype", help="float32, bfloat16, float16 or auto (default: the model's; size-only: "
-                     "the config's)."),
+        typer.Option(
+            "--dtype",
+            help="float32, bfloat16, float16 or auto (default: the model's; size-only: the config's).",
+        ),
     ] = None,
     trials: Annotated[
         int | None, typer.Option("--trials", min=1, help="Timing trials (default: the config's, 5).")
     ] = None,
     repeats: Annotated[
         int | None,
-        typer.Option("--repeats", min=1, help="Batch-1 calls per trial, fastest kept (default: config's, 10)."),
+        typer.Option(
+            "--repeats", min=1, help="Batch-1 calls per trial, fastest kept (default: config's, 10)."
+        ),
     ] = None,
     warmup: Annotated[
         int | None,
@@ -272,8 +276,11 @@ def profile(
     ] = None,
     size_only: Annotated[
         bool,
-        typer.Option("--size-only", help="Size from config.json alone on the meta device (no weights, no "
-                     "download): params, weight bytes, FLOPs per task, fit and projections per device."),
+        typer.Option(
+            "--size-only",
+            help="Size from config.json alone on the meta device (no weights, no "
+            "download): params, weight bytes, FLOPs per task, fit and projections per device.",
+        ),
     ] = False,
     project_on: Annotated[
         list[str] | None,

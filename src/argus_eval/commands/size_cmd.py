@@ -86,7 +86,9 @@ def _print_one(r: SizeReport, console: Console) -> None:
     notes: dict[str, str] = {}  # device -> why its peak is not the dtype's own
     for i, first in enumerate(counted[0].projections):
         cells = [f"{t.projections[i]['latency_ms']:,.2f}" for t in counted]
-        fits = "yes" if first["fits_in_memory"] else f"no ({first['device_memory_bytes'] / 1e9:g} GB)"
+        memory = first["device_memory_bytes"]
+        size = f"{memory / 1e9:g} GB" if isinstance(memory, (int, float)) else "too small"
+        fits = "yes" if first["fits_in_memory"] else f"no ({size})"
         peak = str(first["peak_basis"])
         proj.add_row(str(first["device"]), fits, peak, *cells)
         if first.get("note"):

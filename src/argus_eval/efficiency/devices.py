@@ -116,7 +116,6 @@ _add(
 )
 
 
-
 def get_device(name: str) -> DeviceProfile:
     """The registered device profile; UnknownNameError listing the valid names otherwise."""
     return DEVICES.get(name)

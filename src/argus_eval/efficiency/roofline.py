@@ -85,8 +85,10 @@ def project_work(
     notes = [peak.note] if peak.note else []
     if passes is None:
         passes = () if flops is None else (Pass(flops, weights_bytes),)
-        notes.append("no pass count in the profile: the weights are read once (a generation reads them per token)")
-    weights = int(round(weights_bytes * peak.bytes_scale))
+        notes.append(
+            "no pass count in the profile: the weights are read once (a generation reads them per token)"
+        )
+    weights = round(weights_bytes * peak.bytes_scale)
     bw = dev.bandwidth_bytes_per_s
     memory_s = [p.weight_bytes * peak.bytes_scale / bw for p in passes]
     out: dict[str, object] = {
@@ -102,7 +104,7 @@ def project_work(
         "weights_bytes": weights,
         "device_memory_bytes": dev.memory_bytes,
         "passes": len(passes),
-        "weight_bytes_read": int(round(sum(p.weight_bytes for p in passes) * peak.bytes_scale)),
+        "weight_bytes_read": round(sum(p.weight_bytes for p in passes) * peak.bytes_scale),
     }
     if flops is None:
         notes.append("no FLOP count in the profile")

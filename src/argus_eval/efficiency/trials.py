@@ -174,9 +174,7 @@ def measure_memory_mb(
         return float(torch.cuda.max_memory_allocated(dev)) / (1024.0 * 1024.0), "cuda max_memory_allocated"
     if params is None:
         return None, "not measurable on CPU without a parameter count"
-    return params * DTYPE_BYTES.get(dtype, 4) / (
-        1024.0 * 1024.0
-    ), "weights (params x bytes per parameter)"
+    return params * DTYPE_BYTES.get(dtype, 4) / (1024.0 * 1024.0), "weights (params x bytes per parameter)"
 
 
 def summary_spread(timings: Sequence[TaskTiming]) -> float | None:

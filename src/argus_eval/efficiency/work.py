@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from argus_eval.efficiency.flops import flop_counter
-
 
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 """Bytes per element of the dtypes a model is loaded in."""
@@ -70,10 +70,10 @@ def _read_bytes(module: Any, args: tuple[Any, ...]) -> int:
     own = list(module.parameters(recurse=False))
     if not own:
         return 0
-    full = sum(p.numel() * p.element_size() for p in own)
+    full = int(sum(p.numel() * p.element_size() for p in own))
     if isinstance(module, torch.nn.Embedding) and args and isinstance(args[0], torch.Tensor):
         w = module.weight
-        return min(full, int(args[0].numel()) * int(w.shape[1]) * w.element_size())
+        return min(full, int(args[0].numel()) * int(w.shape[1]) * int(w.element_size()))
     return full
 
 
@@ -137,7 +137,7 @@ def extend_decode(work: Work, steps: int, total: int) -> Work | None:
     decode = work.passes[len(work.passes) - (steps - 1) :]
     if steps < 3 or len(decode) != steps - 1 or work.passes[-1].weight_bytes == 0:
         return None
-    growth = {b.flops - a.flops for a, b in zip(decode, decode[1:], strict=False)}
+    growth = {b.flops - a.flops for a, b in pairwise(decode)}
     if len(growth) != 1 or len({p.weight_bytes for p in decode}) != 1:
         return None
     (step,) = growth

@@ -28,7 +28,7 @@ _SCALAR_READS = (
 )
 
 
-class _MetaMode(TorchDispatchMode):
+class _MetaMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
@@ -54,5 +54,5 @@ def meta_execution(active: bool = True) -> Iterator[None]:
     if not active:
         yield
         return
-    with _MetaMode():
+    with _MetaMode():  # type: ignore[no-untyped-call]
         yield

@@ -157,7 +157,9 @@ def build(
         with torch.device(dev), _default_dtype(dt):
             model = cls(config) if cls is not None else tf.AutoModel.from_config(config)
     except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise ModelLoadError(f"{source or 'config'}: transformers cannot build {arch} from it ({e})") from None
+        raise ModelLoadError(
+            f"{source or 'config'}: transformers cannot build {arch} from it ({e})"
+        ) from None
     model = model.to(dt).eval()
     sizes = ref or Reference()
     fam = SIZERS.get(family)(Build(model, config, sizes, dev, dt)) if family in SIZERS else None

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus_eval.efficiency.devices import projected_devices
-from argus_eval.efficiency.roofline import project
-from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.roofline import project
 from argus_eval.efficiency.trials import summary_spread
+from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.results_model import SCHEMA, Results
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import LeftOut, Projection, TaskTimingBlock, Timing, TimingNoise

@@ -131,7 +131,10 @@ def _task_size(
     workload = next((sized.workloads[c] for c in sorted(protocol.needs) if c in sized.workloads), None)
     if workload is None:
         return TaskSize(
-            task.name, protocol.name, True, reason=f"no reference sample for {sized.architecture} {protocol.name}"
+            task.name,
+            protocol.name,
+            True,
+            reason=f"no reference sample for {sized.architecture} {protocol.name}",
         )
     new_tokens = None
     if workload.generates:
@@ -167,7 +170,9 @@ def size_model(
     def project(work: Work) -> list[dict[str, object]]:
         return [project_work(work.flops, work.passes, weights[dt], d, dt) for d in names]
 
-    info = ModelInfo(name=spec, spec=spec, fingerprint="", capabilities=sized.capabilities, family=sized.family)
+    info = ModelInfo(
+        name=spec, spec=spec, fingerprint="", capabilities=sized.capabilities, family=sized.family
+    )
     counter = WorkCounter()
     sizes = [_task_size(t, sized, info, counter, max_new_tokens, project) for t in tasks]
     return SizeReport(spec, source, sized.family, sized.architecture, dt, params, weights, sizes, ref)
