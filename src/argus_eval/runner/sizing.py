@@ -12,7 +12,7 @@ up to the model's attention window (Workload.affine_until); past it, every step 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,7 +114,7 @@ def _task_size(
     info: ModelInfo,
     counter: WorkCounter,
     max_new_tokens: int | None,
-    project: Any,
+    project: Callable[[Work], list[dict[str, object]]],
 ) -> TaskSize:
     try:
         protocol = task.choose_protocol(info)
