@@ -263,14 +263,62 @@ def profile(
         Path | None,
         typer.Option("--config", "-c", help="Take datasets, models and timing settings from this config."),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Batch size of the throughput call (and the model).")
+    ] = 32,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "auto",
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="float32, bfloat16, float16 or auto (default: the model's; size-only: the config's).",
+        ),
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", min=1, help="Timing trials (default: the config's, 5).")
+    ] = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--repeats", min=1, help="Batch-1 calls per trial, fastest kept (default: config's, 10)."
+        ),
+    ] = None,
+    warmup: Annotated[
+        int | None,
+        typer.Option("--warmup", min=0, help="Untimed calls of each path first (default: config's, 2)."),
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None, typer.Option("--max-new-tokens", min=1, help="Cap on every generation's new tokens.")
+    ] = None,
+    size_only: Annotated[
+        bool,
+        typer.Option(
+            "--size-only",
+            help="Size from config.json alone on the meta device (no weights, no "
+            "download): params, weight bytes, FLOPs per task, fit and projections per device.",
+        ),
+    ] = False,
+    project_on: Annotated[
+        list[str] | None,
+        typer.Option("--project-on", help="Size-only: project onto this device profile (repeatable)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Latency p50/p95 at batch 1, throughput, peak memory, FLOPs per sample and params of one model."""
-    from argus_eval.commands.profile_cmd import profile_command
+    from argus_eval.commands.profile_cmd import ProfileSettings, profile_command
 
-    profile_command(model, task, config, batch_size, device, as_json, console)
+    settings = ProfileSettings(
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        trials=trials,
+        repeats=repeats,
+        warmup=warmup,
+        max_new_tokens=max_new_tokens,
+        size_only=size_only,
+        project_on=tuple(project_on or ()),
+    )
+    profile_command(model, task, config, settings, as_json, console)
 
 
 def main() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from argus_eval.efficiency.devices import DEVICES, get_device, project
+from argus_eval.efficiency.devices import projected_devices
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.roofline import project
 from argus_eval.efficiency.trials import summary_spread
+from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.results_model import SCHEMA, Results
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import LeftOut, Projection, TaskTimingBlock, Timing, TimingNoise
@@ -64,21 +66,14 @@ def reliance_block(scored: list[ScoredCell], options: ScoringOptions) -> Relianc
     )
 
 
-_NOMINAL = {"cpu-2core"}  # an assumed machine, not a vendor spec sheet: no projection onto it
-_BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
-
-
 def projections(profile: EfficiencyProfile) -> list[Projection]:
-    """Roofline projections of a measured profile onto the catalogued devices: estimates, never in E."""
+    """Roofline projections of a measured profile onto every catalogued device: estimates, never in E.
+    A dtype a device has no peak for is projected at the nearest one it has, and says so."""
     dtype = str(profile.fingerprint.get("dtype", "float32"))
     if profile.params is None:
         return []
-    weights = profile.params * _BYTES_PER_PARAM.get(dtype, 4)
-    return [
-        Projection.model_validate(project(profile, weights, name, dtype))
-        for name in DEVICES.names()
-        if name not in _NOMINAL and dtype in get_device(name).peak_flops
-    ]
+    weights = profile.params * DTYPE_BYTES[dtype]
+    return [Projection.model_validate(project(profile, weights, name, dtype)) for name in projected_devices()]
 
 
 # A median relative latency spread across trials above this makes E's ranking fragile: say so.
