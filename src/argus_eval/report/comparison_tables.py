@@ -62,6 +62,8 @@ def claims(results: Results) -> Table:
         t.rows.append([_t(tie.axis), _t(f"{a} and {b} tied"), _t(fmt.num(tie.p)), _t(tie.separate_by)])
     for nc in comp.not_comparable:
         t.rows.append([_t("both"), _t(" and ".join(nc.models) + " not comparable"), _t("-"), _t(nc.reason)])
+    for w in comp.withheld:
+        t.rows.append([_t("both"), _t(" and ".join(w.models) + ": no claim"), _t("-"), _t(w.reason)])
     return t
 
 
@@ -71,16 +73,21 @@ class _Coverage:
     native: bool
     datasets: list[str] = field(default_factory=list)
     chance: list[float] = field(default_factory=list)
+    form: list[str] = field(default_factory=list)  # answer-format rate per dataset (generative cells)
 
 
 def coverage(results: Results) -> Table:
-    """What each model's axes stand on: its clean (task, dataset) cells and the protocol of each."""
+    """What each model's axes stand on: its clean (task, dataset) cells, the protocol of each and, for a
+    generative protocol, the answer-format rate of each."""
+    threshold = format_threshold(results)
     t = Table(
         "coverage",
         "Coverage",
-        ["model", "task", "datasets", "protocol", "chance level", "at or below chance"],
+        ["model", "task", "datasets", "protocol", "chance level", "at or below chance", "answer format"],
         caption="P, CDC, RR and E of a model are absolute numbers over these cells; comparisons between two "
-        "models use only the cells both have.",
+        "models use only the cells both have. Answer format: the share of a generative cell's answers in "
+        "the form its questions ask for (non-empty, for captions); below "
+        f"{fmt.num(threshold)} (scoring.min_format_rate) the cell makes no claim (marked !).",
     )
     below = {(c.model, c.task, c.dataset) for c in results.below_chance}
     rows: dict[tuple[str, str], _Coverage] = {}
@@ -91,6 +98,9 @@ def coverage(results: Results) -> Table:
         entry.datasets.append(c.dataset)
         if c.chance is not None:
             entry.chance.append(c.chance)
+        if c.answer_format_rate is not None:
+            mark = " !" if c.answer_format_rate < threshold else ""
+            entry.form.append(fmt.num(c.answer_format_rate) + mark)
     for (model, task), e in sorted(rows.items()):
         protocol = e.protocol + (" (native)" if e.native else " (substitute)")
         low = [d for d in e.datasets if (model, task, d) in below]
@@ -102,9 +112,16 @@ def coverage(results: Results) -> Table:
                 _t(protocol),
                 _t(", ".join(fmt.num(x) for x in e.chance) or "-"),
                 _t(", ".join(low) or "-"),
+                _t(", ".join(e.form) or "-"),
             ]
         )
     return t
+
+
+def format_threshold(results: Results) -> float:
+    """The run's scoring.min_format_rate (a run written before it existed: 0, nothing is gated)."""
+    value = (results.scoring_options.model_extra or {}).get("min_format_rate", 0.0)
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def timing(results: Results) -> Table:

@@ -194,6 +194,13 @@ class NotComparable(Block):
     reason: str
 
 
+class Withheld(Block):
+    """A comparable pair about which no claim is made, and why (scoring/format_gate.py)."""
+
+    models: ModelPair
+    reason: str
+
+
 class ComparisonBlock(Block):
     """The head-to-head comparison of every pair of models (docs/comparisons.md)."""
 
@@ -205,6 +212,7 @@ class ComparisonBlock(Block):
     head_to_head: Pairwise
     win_rate: dict[str, dict[str, Number | None]]
     shared_parts: dict[str, dict[str, dict[str, int]]]
+    withheld: list[Withheld] = Field(default_factory=list)
 
     def not_comparable_reason(self, a: str, b: str) -> str | None:
         """Why a and b (either order) are not comparable, if they are not."""

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from argus_eval.scoring.axes import CDC_VARIANTS
+from argus_eval.scoring.format_gate import FormatGate
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellKey, FloatArray
 
@@ -36,6 +37,7 @@ class PairInputs:
     floor: dict[str, set[tuple[str, str]]]  # model -> clean cells at or below chance
     retention: dict[str, dict[tuple[str, str, str], FloatArray]]  # model -> (task, dataset, cond) -> ratio
     efficiency: dict[str, dict[str, FloatArray]]  # model -> task -> E_task rows
+    gate: FormatGate = field(default_factory=FormatGate)  # cells whose answers lack the asked-for form
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Pair:
     h: dict[str, FloatArray]  # axis ("P", "CDC", "RR", "E", "capability", "overall") -> rows
     shared: dict[str, int]  # axis -> number of shared parts
     reason: str | None = None  # why the pair is not comparable
+    withheld: str | None = None  # why no claim is made about the pair (format_gate.py)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Verdict:
 
     p_beats: float | None  # P(A beats B): share of resamples with h > 1/2, ties half
     h: float | None  # full-sample head-to-head score
+    withheld: str | None = None  # why no claim is made either way (format_gate.py)
 
 
 @dataclass
@@ -74,6 +78,7 @@ class HeadToHead:
     kendall_tau_interval: tuple[float, float] | None
     sentence: str
     notes: list[str] = field(default_factory=list)
+    withheld: list[dict[str, Any]] = field(default_factory=list)  # pairs whose claims are withheld, why
 
 
 def _wins(a: FloatArray, b: FloatArray) -> FloatArray:
@@ -147,7 +152,8 @@ def compare_pair(inp: PairInputs, a: str, b: str, weights: Mapping[str, float], 
     for ax, w in used.items():
         overall = overall + (w / total) * h[ax]
     h["overall"] = overall if total > 0 else h["P"]
-    return Pair(a, b, h, {ax: len(p) for ax, p in parts.items()})
+    read = [(t, d, "clean") for t, d in shared_clean] + [(k[0], k[1], k[2]) for k in parts["RR"]]
+    return Pair(a, b, h, {ax: len(p) for ax, p in parts.items()}, withheld=inp.gate.withheld(a, b, read))
 
 
 def p_beats(rows: FloatArray | None) -> float | None:
@@ -164,9 +170,10 @@ Verdicts = Mapping[str, Mapping[tuple[str, str], Verdict]]
 
 
 def supported(verdicts: Verdicts, confidence: float, axis: str, x: str, y: str) -> bool:
-    """Whether the run claims "x above y" on an axis: P(x beats y) at or above the claim level."""
+    """Whether the run claims "x above y" on an axis: P(x beats y) at or above the claim level, and the
+    pair's claims are not withheld."""
     v = verdicts[axis].get((x, y))
-    return v is not None and v.p_beats is not None and v.p_beats >= confidence
+    return v is not None and v.withheld is None and v.p_beats is not None and v.p_beats >= confidence
 
 
 def _tau_rows(cap: Mapping[str, FloatArray], ovr: Mapping[str, FloatArray]) -> FloatArray | None:
@@ -195,6 +202,7 @@ def _sentence(
     confidence: float,
     has_bootstrap: bool,
     not_comparable: Sequence[dict[str, Any]],
+    withheld: Sequence[dict[str, Any]] = (),
 ) -> str:
     """The gap sentence, from supported claims only (no figure that moves between reruns goes in)."""
     level = f"{confidence:.0%}"
@@ -202,6 +210,9 @@ def _sentence(
     if not_comparable:
         pairs = "; ".join(_join(nc["models"]) for nc in not_comparable)
         tail = f" Not comparable (no shared cell): {pairs}."
+    if withheld:
+        pairs = "; ".join(_join(w["models"]) for w in withheld)
+        tail += f" No claim about {pairs} (a cell's answers mostly lack the asked-for form)."
     if len(models) < 2:
         return (
             f"Only {_join(models) if models else 'no model'} was scored, so there is nothing to compare."
@@ -244,6 +255,7 @@ def _sentence(
             for y in models
             if x < y
             and (x, y) in verdicts["overall"]
+            and verdicts["overall"][(x, y)].withheld is None
             and not above("overall", x, y)
             and not above("overall", y, x)
         }
@@ -272,7 +284,7 @@ def head_to_head(
     for key, pr in pairs.items():
         if pr.reason is None:
             for ax in AXIS_NAMES:
-                verdicts[ax][key] = Verdict(p_beats(pr.h[ax]), float(pr.h[ax][0]))
+                verdicts[ax][key] = Verdict(p_beats(pr.h[ax]), float(pr.h[ax][0]), pr.withheld)
     has_boot = any(v.p_beats is not None for v in verdicts["overall"].values())
     win_rows: dict[str, dict[str, FloatArray]] = {ax: {} for ax in AXIS_NAMES}
     for ax in AXIS_NAMES:
@@ -304,7 +316,14 @@ def head_to_head(
     for ax in AXIS_NAMES:
         for x in names:
             for y in names:
-                if x < y and (x, y) in verdicts[ax] and not claimed(ax, x, y) and not claimed(ax, y, x):
+                v = verdicts[ax].get((x, y))
+                if (
+                    x < y
+                    and v is not None
+                    and v.withheld is None
+                    and not claimed(ax, x, y)
+                    and not claimed(ax, y, x)
+                ):
                     e_rows = pairs[(x, y)].h.get("E")
                     p_e = None if e_rows is None else p_beats(e_rows)
                     e_open = ax == "overall" and p_e is not None and 1 - confidence < p_e < confidence
@@ -318,6 +337,11 @@ def head_to_head(
                     )
     not_comparable = [
         {"models": [a, b], "reason": pr.reason} for (a, b), pr in sorted(pairs.items()) if a < b and pr.reason
+    ]
+    withheld = [
+        {"models": [a, b], "reason": pr.withheld}
+        for (a, b), pr in sorted(pairs.items())
+        if a < b and pr.reason is None and pr.withheld
     ]
     tau_rows = _tau_rows(win_rows["capability"], win_rows["overall"])
     tau = None if tau_rows is None or np.isnan(tau_rows[0]) else float(tau_rows[0])
@@ -352,7 +376,8 @@ def head_to_head(
         shared={a: {b: pairs[(a, b)].shared for b in names if b != a} for a in names},
         kendall_tau=tau,
         kendall_tau_interval=None if tau_rows is None else percentile_interval(tau_rows, interval_confidence),
-        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable),
+        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable, withheld),
+        withheld=withheld,
     )
 
 

@@ -58,6 +58,14 @@ class ScoringOptions(BaseModel):
         description="'A above B' is stated only when the paired bootstrap gives at least this share of "
         "resamples in which A beats B head to head; otherwise the two are tied.",
     )
+    min_format_rate: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="A generative cell whose answer-format rate (the share of answers in the form the "
+        "question asks for, or of non-empty captions) is below this makes no claim: every head-to-head "
+        "claim that reads it is withheld, with the reason.",
+    )
     reliance: Literal["reported"] = Field(
         default="reported",
         description="How image reliance (clean minus swapped/blank-image score) enters the scorecard: "

@@ -30,6 +30,7 @@ from argus_eval.results_model.scorecard import (
     ScorecardPart,
     ScoringOptionsEcho,
     Tie,
+    Withheld,
 )
 from argus_eval.scoring.axis_registry import axis_names, axis_specs
 from argus_eval.scoring.headtohead import HeadToHead
@@ -124,6 +125,7 @@ def _comparison(h: HeadToHead) -> ComparisonBlock:
         head_to_head=clean(h.head_to_head),
         win_rate=clean(h.win_rate),
         shared_parts=clean(h.shared),
+        withheld=[Withheld(**clean(w)) for w in h.withheld],
     )
 
 

@@ -4,7 +4,7 @@ capability-reliability gap, and (with the bootstrap) percentile intervals and pa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from argus_eval.scoring.axes import efficiency_axis
 from argus_eval.scoring.axis_registry import axis_names
 from argus_eval.scoring.efficiency_axis import efficiency_from_timings
 from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
+from argus_eval.scoring.format_gate import FormatGate, format_gate
 from argus_eval.scoring.headtohead import HeadToHead, head_to_head, pair_inputs
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
@@ -156,7 +157,7 @@ def _rows(
     return _Rows(scores, rows, e_tasks, floor)
 
 
-def _comparison(rows: _Rows, models: list[str], options: ScoringOptions) -> HeadToHead:
+def _comparison(rows: _Rows, models: list[str], options: ScoringOptions, gate: FormatGate) -> HeadToHead:
     inputs = pair_inputs(
         rows.scores,
         rows.floor,
@@ -165,7 +166,7 @@ def _comparison(rows: _Rows, models: list[str], options: ScoringOptions) -> Head
     )
     return head_to_head(
         models,
-        inputs,
+        replace(inputs, gate=gate),
         options.weights.as_dict(),
         options.cdc_variant,
         options.claim_confidence,
@@ -221,7 +222,8 @@ def _build(
         )
         for k, v in sorted(point.scores.items())
     ]
-    comparison = _comparison(boot if boot is not None else point, models, options)
+    gate = format_gate({c.key: c.format_rate for c in cells}, options.min_format_rate)
+    comparison = _comparison(boot if boot is not None else point, models, options, gate)
     info = None
     if boot is not None:
         info = BootstrapInfo(resamples, options.seed, options.confidence, comparison.pairwise)
