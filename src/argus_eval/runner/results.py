@@ -127,9 +127,27 @@ def _notes(
             for c in card.below_chance
         )
         notes.append(f"at or below chance, counted in P but not in CDC: {listed}")
+    notes += _answer_notes(scored, card)
     failed = sum(len(s.failures) for s in scored)
     if failed:
         notes.append(f"{failed} sample(s) failed and are excluded from scores (see cells[].failure_reasons)")
+    return notes
+
+
+def _answer_notes(scored: list[ScoredCell], card: ScorecardPart) -> list[str]:
+    """Generated answers that held chat-template tokens (per model), and pairs whose claims are withheld."""
+    cleaned: dict[str, int] = {}
+    for s in scored:
+        form = None if s.result is None else s.result.answer_format
+        if form is not None and any(form.cleaned):
+            name = s.cell.model.name
+            cleaned[name] = cleaned.get(name, 0) + sum(1 for n in form.cleaned if n)
+    notes = [
+        f"{m}: {n} generated answer(s) held chat-template tokens, removed (tasks/answers.py; "
+        "cells[].template_cleaned, samples.jsonl template_cleaned)"
+        for m, n in sorted(cleaned.items())
+    ]
+    notes += [f"no claim about {' and '.join(w.models)}: {w.reason}" for w in card.comparison.withheld]
     return notes
 
 
