@@ -46,7 +46,8 @@ def test_cleaning_a_raw_decode_gives_the_tokenizers_own_skip_special_decode(name
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(CHECKPOINTS / name)
-    specials = [t["content"] for t in json.loads((CHECKPOINTS / name / "tokenizer.json").read_text())["added_tokens"]]
+    added = json.loads((CHECKPOINTS / name / "tokenizer.json").read_text())["added_tokens"]
+    specials = [t["content"] for t in added]
     prompt = tok.apply_chat_template(
         [{"role": "user", "content": "what color is the cube?"}], add_generation_prompt=True, tokenize=False
     )
@@ -90,9 +91,11 @@ N = 120
 IDS = [f"s{i:03d}" for i in range(N)]
 
 
-def _cell(model: str, dataset: str, p: float, seed: int, rate: float | None) -> CellData:
+def _cell(
+    model: str, dataset: str, p: float, seed: int, rate: float | None, condition: str = "clean"
+) -> CellData:
     scores = (np.random.default_rng(seed).random(N) < p).astype(float)
-    cell = mean_cell(CellKey(model, "reasoning", dataset, "clean"), IDS, scores)
+    cell = mean_cell(CellKey(model, "reasoning", dataset, condition), IDS, scores)
     cell.format_rate = rate
     return cell
 
@@ -106,6 +109,9 @@ def test_a_cell_below_the_format_threshold_makes_no_claim() -> None:
         _cell("B", "d2", 0.0, 4, 0.1),
         _cell("C", "d1", 0.2, 5, None),  # not generative: no rate, never gated
         _cell("C", "d2", 0.2, 6, None),
+        # under a perturbation a wrong answer type is what robustness measures: never gated
+        _cell("A", "d1", 0.5, 7, 0.0, "text:typos@5"),
+        _cell("C", "d1", 0.1, 8, None, "text:typos@5"),
     ]
     gated = bootstrap_scorecard(cells, {}, ScoringOptions(resamples=200))
     free = bootstrap_scorecard(cells, {}, ScoringOptions(resamples=200, min_format_rate=0.0))
@@ -116,7 +122,7 @@ def test_a_cell_below_the_format_threshold_makes_no_claim() -> None:
     withheld = gated.comparison.withheld
     assert [w["models"] for w in withheld] == [["A", "B"], ["B", "C"]]
     assert withheld[0]["reason"] == (
-        "B reasoning/d2/clean: answer-format rate 0.100 below 0.5 (scoring.min_format_rate), "
+        "B reasoning/d2: answer-format rate 0.100 below 0.5 (scoring.min_format_rate), "
         "so the cell makes no claim"
     )
     assert not any(t["models"] == ["A", "B"] for t in gated.comparison.ties)  # withheld is not a tie
@@ -169,7 +175,7 @@ def test_a_run_reports_the_rate_and_withholds_the_claims_of_a_low_cell(tmp_path:
     assert cells["zoo"]["answer_format_rate"] >= 0.5 > cells["random"]["answer_format_rate"]
     assert results["scoring_options"]["min_format_rate"] == 0.5
     (w,) = results["comparison"]["withheld"]
-    assert w["models"] == ["random", "zoo"] and "random reasoning/studio/clean" in w["reason"]
+    assert w["models"] == ["random", "zoo"] and "random reasoning/studio:" in w["reason"]
     assert results["comparison"]["claims"] == []
     write_reports(out)
     summary = (out / "summary.md").read_text()

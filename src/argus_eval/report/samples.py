@@ -35,8 +35,6 @@ class SampleLine(CellKeyFields):
     reference: Json = None
     score: Number | None = None
     error: Json = None
-    answer_parsed: bool | None = None  # generative cells: the answer has the form the question asks for
-    template_cleaned: int | None = None  # chat-template tokens removed from the answer
 
 
 def iter_samples(path: Path) -> Iterator[SampleLine]:

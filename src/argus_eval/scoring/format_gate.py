@@ -2,10 +2,14 @@
 questions ask for makes no claim.
 
 A generative cell reports its answer-format rate (tasks/answers.py: the share of answers that parse to the
-question's answer type, or of non-empty captions). When it is below ``scoring.min_format_rate``, the cell
-measures the model's output format rather than what the task asks, so no "A above B" that reads the cell
-is stated: every claim of a pair whose comparison uses the cell (a shared clean cell, or a perturbed cell
-of the retention both have) is withheld, with the cell, its rate and the threshold as the reason.
+question's answer type, or of non-empty captions). When a clean cell's rate is below
+``scoring.min_format_rate``, the cell measures the model's output format rather than what the task asks,
+and so does every figure made from it (its P part, the CDC over its datasets, the retention whose
+denominator it is): no "A above B" of a pair that shares the cell is stated, on any axis, and the pair's
+entry gives the cell, its rate and the threshold as the reason. Perturbed cells are not gated: a question
+read wrongly under a perturbation (a typo'd "what colour" answered as a yes/no) is what robustness
+measures (the zoo's chat VLMs answered 30 to 53 % of ShapesWorld questions in type under typos at
+severity 5).
 """
 
 from __future__ import annotations
@@ -15,36 +19,36 @@ from dataclasses import dataclass, field
 
 from argus_eval.scoring.types import CellKey
 
-# (task, dataset, condition) of one model's cell
-Part = tuple[str, str, str]
+# (task, dataset) of one model's clean cell
+Part = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class FormatGate:
-    """The threshold and, per model, its cells below it: model -> (task, dataset, condition) -> rate."""
+    """The threshold and, per model, its clean cells below it: model -> (task, dataset) -> rate."""
 
     threshold: float = 0.0
     low: Mapping[str, Mapping[Part, float]] = field(default_factory=dict)
 
     def withheld(self, a: str, b: str, parts: Iterable[Part]) -> str | None:
-        """Why the claims between a and b are withheld (the first low cell their comparison reads), or
-        None when every cell it reads is at or above the threshold."""
+        """Why the claims between a and b are withheld (the first low cell among the clean cells they
+        share), or None when none is below the threshold."""
         for part in sorted(set(parts)):
             for model in (a, b):
                 rate = self.low.get(model, {}).get(part)
                 if rate is not None:
-                    task, dataset, condition = part
+                    task, dataset = part
                     return (
-                        f"{model} {task}/{dataset}/{condition}: answer-format rate {rate:.3f} below "
+                        f"{model} {task}/{dataset}: answer-format rate {rate:.3f} below "
                         f"{self.threshold:g} (scoring.min_format_rate), so the cell makes no claim"
                     )
         return None
 
 
 def format_gate(rates: Mapping[CellKey, float | None], threshold: float) -> FormatGate:
-    """The gate over the cells' answer-format rates (None: not a generative cell, never gated)."""
+    """The gate over the clean cells' answer-format rates (None: not a generative cell, never gated)."""
     low: dict[str, dict[Part, float]] = {}
     for key, rate in sorted(rates.items()):
-        if rate is not None and rate < threshold:
-            low.setdefault(key.model, {})[(key.task, key.dataset, key.condition)] = rate
+        if key.is_clean and rate is not None and rate < threshold:
+            low.setdefault(key.model, {})[key.group] = rate
     return FormatGate(threshold, low)

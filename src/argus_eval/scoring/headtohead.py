@@ -152,8 +152,8 @@ def compare_pair(inp: PairInputs, a: str, b: str, weights: Mapping[str, float], 
     for ax, w in used.items():
         overall = overall + (w / total) * h[ax]
     h["overall"] = overall if total > 0 else h["P"]
-    read = [(t, d, "clean") for t, d in shared_clean] + [(k[0], k[1], k[2]) for k in parts["RR"]]
-    return Pair(a, b, h, {ax: len(p) for ax, p in parts.items()}, withheld=inp.gate.withheld(a, b, read))
+    shared = {ax: len(p) for ax, p in parts.items()}
+    return Pair(a, b, h, shared, withheld=inp.gate.withheld(a, b, shared_clean))
 
 
 def p_beats(rows: FloatArray | None) -> float | None:
