@@ -133,7 +133,7 @@ def test_a_cell_below_the_format_threshold_makes_no_claim() -> None:
     assert gated.comparison.ranks["capability"]["B"] == 1  # nobody is claimed above it
     block = scorecard_blocks(gated).comparison
     assert [w.models for w in block.withheld] == [("A", "B"), ("B", "C")]
-    assert (scorecard_blocks(gated).scoring_options.model_extra or {})["min_format_rate"] == 0.5
+    assert scorecard_blocks(gated).scoring_options.min_format_rate == 0.5
 
 
 def _run_config(cache: Path, min_format_rate: float) -> dict[str, Any]:

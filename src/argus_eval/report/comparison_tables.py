@@ -120,8 +120,8 @@ def coverage(results: Results) -> Table:
 
 def format_threshold(results: Results) -> float:
     """The run's scoring.min_format_rate (a run written before it existed: 0, nothing is gated)."""
-    value = (results.scoring_options.model_extra or {}).get("min_format_rate", 0.0)
-    return float(value) if isinstance(value, (int, float)) else 0.0
+    value = results.scoring_options.min_format_rate
+    return 0.0 if value is None else float(value)
 
 
 def timing(results: Results) -> Table:

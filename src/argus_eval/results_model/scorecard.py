@@ -240,6 +240,8 @@ class ScoringOptionsEcho(Block):
     confidence: Number
     resamples: int
     seed: int
+    # below it a clean generative cell makes no claim (absent in runs written before the rule)
+    min_format_rate: Number | None = None
 
 
 class ScorecardPart(Block):
