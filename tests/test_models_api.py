@@ -169,3 +169,30 @@ def test_one_at_a_time_equals_batched(model: Any) -> None:
     assert [model.generate([im], [p], 3)[0] for im, p in zip(ims, prompts, strict=True)] == model.generate(
         ims, prompts, 3
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        # transformers serve (FastAPI's detail), vLLM (a top-level message), OpenAI (an error object)
+        (400, json.dumps({"detail": "Server is pinned to '/m/x'; requested 'qwen'."}), "Server is pinned"),
+        (404, '{"object": "error", "message": "The model `qwen` does not exist."}', "The model `qwen` does"),
+        (404, '{"error": {"message": "The model `qwen` does not exist", "type": "x"}}', "The model `qwen`"),
+    ],
+)
+def test_a_refused_model_name_gives_the_servers_message_and_the_fix(
+    status: int, body: str, message: str
+) -> None:
+    from argus_eval.models.api_refusal import refusal
+
+    line = refusal(status, body, "qwen", "http://h:1/v1")
+    assert line.startswith(f"HTTP {status}: {message}")
+    assert "'qwen': the name after '#' in the spec must be one it serves" in line
+    assert "GET http://h:1/v1/models lists them" in line
+
+
+def test_another_refusal_keeps_the_servers_message_without_a_model_hint() -> None:
+    from argus_eval.models.api_refusal import refusal
+
+    assert refusal(403, '{"detail": "forbidden"}', "qwen", "u") == "HTTP 403: forbidden"
+    assert refusal(400, "<html>bad</html>", "qwen", "u") == "HTTP 400: <html>bad</html>"

@@ -33,6 +33,7 @@ from PIL import Image
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
+from argus_eval.models.api_refusal import refusal
 from argus_eval.models.protocols import GENERATE, ModelInfo
 from argus_eval.models.secrets import redact_text, redact_url, url_secrets
 from argus_eval.models.spec import ModelConfig
@@ -166,7 +167,7 @@ class OpenAICompatibleModel:
                 wait = min(retry_after(r.headers.get("Retry-After")), self.max_wait_s)
                 continue
             if r.status_code >= 400:
-                raise self._fail(f"HTTP {r.status_code}: {r.text[:200]!r}")
+                raise self._fail(refusal(r.status_code, r.text, self.model_name, self.base_url))
             text, usage = self._parse(r)
             usage.update({"latency_s": time.perf_counter() - start, "attempts": attempt + 1})
             return text, usage

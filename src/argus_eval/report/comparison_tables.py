@@ -23,13 +23,13 @@ def _share(results: Results, axis: str, a: str, b: str) -> TCell:
     if reason is not None:
         return TCell("n/c", reason, undefined=True)
     v = results.rankings.share(axis, a, b)
-    incomplete = comp.incomplete_reason(a, b, "overall" if axis == "ARGUS" else "capability")
+    held = comp.no_claim(a, b, "overall" if axis == "ARGUS" else "capability")
     if v is None:
-        if incomplete is not None:
-            return TCell("incomplete", incomplete, undefined=True)
+        if held is not None:
+            return TCell(held[0], held[1], undefined=True)
         return TCell("undefined", "no bootstrap resamples", undefined=True)
-    if incomplete is not None:  # the share is shown, but no claim follows from it
-        return TCell(f"{v:.3f} (incomplete)", incomplete)
+    if held is not None:  # the share is shown, but no claim follows from it
+        return TCell(f"{v:.3f} ({held[0]})", held[1])
     return _t(f"{v:.3f}{' *' if v >= comp.claim_confidence else ''}")
 
 
@@ -43,8 +43,8 @@ def pairwise(results: Results, axis: str) -> Table:
         caption="Share of paired bootstrap resamples in which the row model beats the column model head to "
         "head on the cells both ran (ties count half). "
         f"A claim 'A above B' needs at least {results.comparison.claim_confidence:.2f}."
-        " n/c: the two share no cell; incomplete: a model did not score enough of a shared cell, so "
-        "nothing is claimed.",
+        " n/c: the two share no cell; incomplete: a model did not score enough of a shared cell; no claim: "
+        "a shared cell's answers mostly lack the asked-for form. Either way nothing is claimed.",
     )
     for a in names:
         t.rows.append([_t(a), *[_t("-") if a == b else _share(results, axis, a, b) for b in names]])
@@ -59,8 +59,8 @@ def _n(results: Results, a: str, b: str) -> TCell:
 
 
 def claims(results: Results) -> Table:
-    """Every supported 'A above B', every tie and every incomplete pair, with P(A beats B), the samples
-    the pair is compared on and what would separate a tie."""
+    """Every supported 'A above B', every tie, every incomplete and every withheld pair, with P(A beats
+    B), the samples the pair is compared on and what would separate a tie (or why nothing is claimed)."""
     comp = results.comparison
     share = (
         ""
@@ -74,7 +74,8 @@ def claims(results: Results) -> Table:
         caption="Stated only at or above the claim level; every other comparable pair is tied within the "
         "run's uncertainty. n: the samples both models scored, over their shared tasks and datasets "
         f"(hover for each). A claim needs both cells complete{share} of every shared cell; otherwise the "
-        "pair is incomplete and nothing is claimed either way.",
+        "pair is incomplete and nothing is claimed either way. A pair sharing a clean cell whose answers "
+        "mostly lack the asked-for form (scoring.min_format_rate) makes no claim.",
     )
     for c in comp.claims:
         t.rows.append(
@@ -112,6 +113,9 @@ def claims(results: Results) -> Table:
         t.rows.append(
             [_t("both"), _t(" and ".join(nc.models) + " not comparable"), _t("-"), _t("-"), _t(nc.reason)]
         )
+    for w in comp.withheld:
+        a, b = w.models
+        t.rows.append([_t("both"), _t(f"{a} and {b}: no claim"), _t("-"), _n(results, a, b), _t(w.reason)])
     return t
 
 
@@ -121,16 +125,21 @@ class _Coverage:
     native: bool
     datasets: list[str] = field(default_factory=list)
     chance: list[float] = field(default_factory=list)
+    form: list[str] = field(default_factory=list)  # answer-format rate per dataset (generative cells)
 
 
 def coverage(results: Results) -> Table:
-    """What each model's axes stand on: its clean (task, dataset) cells and the protocol of each."""
+    """What each model's axes stand on: its clean (task, dataset) cells, the protocol of each and, for a
+    generative protocol, the answer-format rate of each."""
+    threshold = format_threshold(results)
     t = Table(
         "coverage",
         "Coverage",
-        ["model", "task", "datasets", "protocol", "chance level", "at or below chance"],
+        ["model", "task", "datasets", "protocol", "chance level", "at or below chance", "answer format"],
         caption="P, CDC, RR and E of a model are absolute numbers over these cells; comparisons between two "
-        "models use only the cells both have.",
+        "models use only the cells both have. Answer format: the share of a generative cell's answers in "
+        "the form its questions ask for (non-empty, for captions); below "
+        f"{fmt.num(threshold)} (scoring.min_format_rate) the cell makes no claim (marked !).",
     )
     below = {(c.model, c.task, c.dataset) for c in results.below_chance}
     rows: dict[tuple[str, str], _Coverage] = {}
@@ -141,6 +150,9 @@ def coverage(results: Results) -> Table:
         entry.datasets.append(c.dataset)
         if c.chance is not None:
             entry.chance.append(c.chance)
+        if c.answer_format_rate is not None:
+            mark = " !" if c.answer_format_rate < threshold else ""
+            entry.form.append(fmt.num(c.answer_format_rate) + mark)
     for (model, task), e in sorted(rows.items()):
         protocol = e.protocol + (" (native)" if e.native else " (substitute)")
         low = [d for d in e.datasets if (model, task, d) in below]
@@ -152,9 +164,16 @@ def coverage(results: Results) -> Table:
                 _t(protocol),
                 _t(", ".join(fmt.num(x) for x in e.chance) or "-"),
                 _t(", ".join(low) or "-"),
+                _t(", ".join(e.form) or "-"),
             ]
         )
     return t
+
+
+def format_threshold(results: Results) -> float:
+    """The run's scoring.min_format_rate (a run written before it existed: 0, nothing is gated)."""
+    value = results.scoring_options.min_format_rate
+    return 0.0 if value is None else float(value)
 
 
 def timing(results: Results) -> Table:

@@ -29,6 +29,11 @@ class CellSummary(Block):
     breakdown: dict[str, Json] | None = None
     checkpoint: str | None = None
     model_fingerprint: str | None = None
+    # Generative cells only (tasks/answers.py): the share of answers in the form the question asks for,
+    # how many there were, and how many had chat-template tokens removed.
+    answer_format_rate: Number | None = None
+    answers_parsed: int | None = None
+    template_cleaned: int | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -3,6 +3,9 @@ and the head-to-head comparison."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
 from pydantic import ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -220,6 +223,13 @@ class CommonSamples(Block):
     cells: dict[str, int]
 
 
+class Withheld(Block):
+    """A comparable pair about which no claim is made, and why (scoring/format_gate.py)."""
+
+    models: ModelPair
+    reason: str
+
+
 class ComparisonBlock(Block):
     """The head-to-head comparison of every pair of models (docs/comparisons.md)."""
 
@@ -235,21 +245,39 @@ class ComparisonBlock(Block):
     claim_min_scored: Number | None = None
     incomplete: list[Incomplete] = Field(default_factory=list)
     common_samples: list[CommonSamples] = Field(default_factory=list)
+    # absent from files written before the answer-format rule
+    withheld: list[Withheld] = Field(default_factory=list)
 
     def not_comparable_reason(self, a: str, b: str) -> str | None:
         """Why a and b (either order) are not comparable, if they are not."""
-        pair = sorted((a, b))
-        return next((nc.reason for nc in self.not_comparable if sorted(nc.models) == pair), None)
+        return next((nc.reason for nc in _of_pair(self.not_comparable, a, b)), None)
 
-    def incomplete_reason(self, a: str, b: str, axis: str) -> str | None:
-        """Why no claim is made about a and b (either order) on an axis ("capability", "overall")."""
-        pair = sorted((a, b))
-        return next((i.reason for i in self.incomplete if i.axis == axis and sorted(i.models) == pair), None)
+    def no_claim(self, a: str, b: str, axis: str) -> tuple[str, str] | None:
+        """Why no claim is made about a and b (either order) on an axis ("capability", "overall"), if
+        none is: ("incomplete", reason) or ("no claim", reason) for a withheld pair."""
+        inc = next((i.reason for i in _of_pair(self.incomplete, a, b) if i.axis == axis), None)
+        if inc is not None:
+            return "incomplete", inc
+        held = next((w.reason for w in _of_pair(self.withheld, a, b)), None)
+        return None if held is None else ("no claim", held)
 
     def common(self, a: str, b: str) -> CommonSamples | None:
         """The samples a and b (either order) are compared on."""
-        pair = sorted((a, b))
-        return next((c for c in self.common_samples if sorted(c.models) == pair), None)
+        return next(iter(_of_pair(self.common_samples, a, b)), None)
+
+
+class _PairEntry(Protocol):
+    @property
+    def models(self) -> ModelPair: ...
+
+
+_E = TypeVar("_E", bound=_PairEntry)
+
+
+def _of_pair(entries: Sequence[_E], a: str, b: str) -> list[_E]:
+    """The entries about the pair a, b (either order)."""
+    pair = sorted((a, b))
+    return [e for e in entries if sorted(e.models) == pair]
 
 
 class BootstrapBlock(Block):
@@ -272,6 +300,8 @@ class ScoringOptionsEcho(Block):
     confidence: Number
     resamples: int
     seed: int
+    # below it a clean generative cell makes no claim (absent in runs written before the rule)
+    min_format_rate: Number | None = None
 
 
 class ScorecardPart(Block):

@@ -103,6 +103,7 @@ def timing_block(prof: Profiles, trials_per_task: int) -> Timing:
 
 
 def _notes(
+    scored: list[ScoredCell],
     failures: Failures,
     prof: Profiles,
     manifest: Manifest,
@@ -124,6 +125,7 @@ def _notes(
             for c in card.below_chance
         )
         notes.append(f"at or below chance, counted in P but not in CDC: {listed}")
+    notes += _cleaned_notes(scored)
     failed = sum(f.failed for f in failures.models.values())
     if failed:
         notes.append(f"{failed} sample(s) failed and are excluded from scores (see cells[].failure_reasons)")
@@ -132,7 +134,23 @@ def _notes(
     notes += [
         f"{a} and {b}: incomplete, no claim either way ({why})" for (a, b), why in sorted(pairs.items())
     ]
+    notes += [f"no claim about {' and '.join(w.models)}: {w.reason}" for w in card.comparison.withheld]
     return notes
+
+
+def _cleaned_notes(scored: list[ScoredCell]) -> list[str]:
+    """Generated answers that held chat-template tokens, per model."""
+    cleaned: dict[str, int] = {}
+    for s in scored:
+        form = None if s.result is None else s.result.answer_format
+        if form is not None and any(form.cleaned):
+            name = s.cell.model.name
+            cleaned[name] = cleaned.get(name, 0) + sum(1 for n in form.cleaned if n)
+    return [
+        f"{m}: {n} generated answer(s) held chat-template tokens, removed (tasks/answers.py; "
+        "cells[].template_cleaned, samples.jsonl template_cleaned)"
+        for m, n in sorted(cleaned.items())
+    ]
 
 
 def build_results(
@@ -178,6 +196,6 @@ def build_results(
             for name, p in sorted(profiles.items())
         },
         manifest=man,
-        notes=_notes(failures, prof, man, card, reliance, timing),
+        notes=_notes(scored, failures, prof, man, card, reliance, timing),
         failures=failures,
     )

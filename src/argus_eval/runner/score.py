@@ -50,6 +50,7 @@ def cell_data(scored: list[ScoredCell]) -> list[CellData]:
             finish=s.result.finish,
             predictions=s.result.predictions,
             chance=s.result.chance,
+            format_rate=None if s.result.answer_format is None else s.result.answer_format.rate,
         )
         for s in scored
         if s.result is not None
@@ -93,6 +94,11 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
         )
         if s.result.breakdown:
             base["breakdown"] = s.result.breakdown
+        form = s.result.answer_format
+        if form is not None:  # a generative cell: the form of its answers (tasks/answers.py)
+            base["answer_format_rate"] = _clean(form.rate)
+            base["answers_parsed"] = sum(form.parsed)
+            base["template_cleaned"] = sum(1 for n in form.cleaned if n)
     return base
 
 
@@ -127,6 +133,9 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
                         "reference": res.references[i],
                     }
                 )
+                if res.answer_format is not None:
+                    line["answer_parsed"] = res.answer_format.parsed[i]
+                    line["template_cleaned"] = res.answer_format.cleaned[i]
             else:
                 line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run")})
             yield line

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus_eval.scoring.gates import Gate
 from argus_eval.scoring.reliance import is_control
 from argus_eval.scoring.types import CellKey
 
@@ -94,3 +95,10 @@ def shortfalls(cov: Coverage, share: float) -> Shortfalls:
             for axis, entry in pair_shortfall(cov, a, b, share).items():
                 out[axis][(a, b)] = entry
     return out
+
+
+def incomplete_gate(cov: Coverage, share: float) -> Gate:
+    """The head-to-head gate of the incomplete pairs (listed in comparison.incomplete)."""
+    return Gate(
+        shortfalls(cov, share), "Incomplete (a model did not score its shared cells; no claim): {pairs}."
+    )

@@ -9,9 +9,11 @@ one of the two ran cannot enter their comparison, so doing an extra task never l
 against one that skips it. Capability is h on P's cells; overall is the ARGUS-weighted mean of h over
 the axes the pair shares. Every bootstrap row gives an h, so P(A beats B) is the share of resamples with
 h(A, B) > 1/2 (ties count half), and "A above B" is claimed only when it reaches the configured level.
-Each pair is compared on the samples both models scored (its PairInputs; scoring/pairs.py), and a pair
-whose shared cells one model did not complete is "incomplete": its h and P are shown, but no claim is
-made either way (scoring/completeness.py).
+Each pair is compared on the samples both models scored (its PairInputs; scoring/pairs.py). A gate
+(scoring/gates.py) can withhold a pair's claims: its h and P are shown, but no claim is made either way,
+and the pair is listed under the gate's name (a shared cell one model did not complete: "incomplete",
+scoring/completeness.py; a shared clean cell whose answers mostly lack the asked-for form: "withheld",
+scoring/format_gate.py).
 """
 
 from __future__ import annotations
@@ -25,13 +27,11 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from argus_eval.scoring.axes import CDC_VARIANTS
+from argus_eval.scoring.gates import INCOMPLETE, WITHHELD, Gates, holds
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellKey, FloatArray
 
 AXIS_NAMES = {"capability": "P", "overall": "ARGUS"}
-
-Withheld = Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]]
-"""axis -> (A, B) in name order -> why no claim is made about the pair (its "reason" and "cells")."""
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,24 @@ class HeadToHead:
     claims: list[dict[str, Any]]
     ties: list[dict[str, Any]]
     not_comparable: list[dict[str, Any]]
-    incomplete: list[dict[str, Any]]  # pairs with a claim withheld: a shared cell not complete
+    held: dict[str, list[dict[str, Any]]]  # gate -> the pairs it withholds claims about, per axis, with p
     shared: dict[str, dict[str, dict[str, int]]]  # A -> B -> axis -> shared parts
     kendall_tau: float | None
     kendall_tau_interval: tuple[float, float] | None
     sentence: str
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> list[dict[str, Any]]:
+        """Pairs with no claim on an axis because a shared cell is not complete (completeness.py)."""
+        return self.held.get(INCOMPLETE, [])
+
+    @property
+    def withheld(self) -> list[dict[str, Any]]:
+        """Pairs with no claim because a shared clean cell's answers mostly lack the asked-for form
+        (format_gate.py), once each: the gate holds every axis of the pair, for one reason."""
+        once = {tuple(e["models"]): e["reason"] for e in self.held.get(WITHHELD, [])}
+        return [{"models": list(p), "reason": why} for p, why in sorted(once.items())]
 
 
 def _wins(a: FloatArray, b: FloatArray) -> FloatArray:
@@ -170,10 +182,12 @@ def p_beats(rows: FloatArray | None) -> float | None:
 Verdicts = Mapping[str, Mapping[tuple[str, str], Verdict]]
 
 
-def supported(verdicts: Verdicts, confidence: float, axis: str, x: str, y: str) -> bool:
-    """Whether the run claims "x above y" on an axis: P(x beats y) at or above the claim level."""
+def supported(verdicts: Verdicts, confidence: float, gates: Gates, axis: str, x: str, y: str) -> bool:
+    """Whether the run claims "x above y" on an axis: P(x beats y) at or above the claim level, and no
+    gate withholds the pair's claims there."""
     v = verdicts[axis].get((x, y))
-    return v is not None and v.p_beats is not None and v.p_beats >= confidence
+    ok = v is not None and v.p_beats is not None and v.p_beats >= confidence
+    return ok and not holds(gates, axis, x, y)
 
 
 def _tau_rows(cap: Mapping[str, FloatArray], ovr: Mapping[str, FloatArray]) -> FloatArray | None:
@@ -196,17 +210,13 @@ def _join(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _pair_key(x: str, y: str) -> tuple[str, str]:
-    return (x, y) if x < y else (y, x)
-
-
 def _sentence(
     models: Sequence[str],
     verdicts: Mapping[str, Mapping[tuple[str, str], Verdict]],
     confidence: float,
     has_bootstrap: bool,
     not_comparable: Sequence[dict[str, Any]],
-    withheld: Withheld,
+    gates: Gates,
 ) -> str:
     """The gap sentence, from supported claims only (no figure that moves between reruns goes in)."""
     level = f"{confidence:.0%}"
@@ -214,9 +224,7 @@ def _sentence(
     if not_comparable:
         pairs = "; ".join(_join(nc["models"]) for nc in not_comparable)
         tail = f" Not comparable (no shared cell): {pairs}."
-    if withheld.get("overall"):
-        pairs = "; ".join(_join(list(p)) for p in sorted(withheld["overall"]))
-        tail += f" Incomplete (a model did not score its shared cells; no claim): {pairs}."
+    tail += "".join(g.tail() for g in gates.values())
     if len(models) < 2:
         return (
             f"Only {_join(models) if models else 'no model'} was scored, so there is nothing to compare."
@@ -228,7 +236,7 @@ def _sentence(
         return "No bootstrap was run, so no model is claimed above another (set scoring.resamples)." + tail
 
     def above(axis: str, x: str, y: str) -> bool:
-        return supported(verdicts, confidence, axis, x, y) and _pair_key(x, y) not in withheld.get(axis, {})
+        return supported(verdicts, confidence, gates, axis, x, y)
 
     reversals = [
         (x, y)
@@ -261,7 +269,7 @@ def _sentence(
             for y in models
             if x < y
             and (x, y) in verdicts["overall"]
-            and (x, y) not in withheld.get("overall", {})
+            and not holds(gates, "overall", x, y)
             and not above("overall", x, y)
             and not above("overall", y, x)
         }
@@ -282,15 +290,15 @@ def head_to_head(
     variant: str,
     confidence: float,
     interval_confidence: float,
-    withheld: Withheld | None = None,
+    gates: Gates | None = None,
 ) -> HeadToHead:
     """Compare every ordered pair of models; rank by supported wins; build claims, ties and the sentence.
 
     inputs: one PairInputs for every pair, or the inputs of a pair (on the samples both scored);
-    withheld: pairs about which no claim is made, per axis, and why (they are listed as incomplete)."""
+    gates: name -> the pairs about which no claim is made, per axis, and why (scoring/gates.py)."""
     names = sorted(models)
     source = inputs if callable(inputs) else (lambda _a, _b: inputs)
-    held: Withheld = withheld or {}
+    gates = gates or {}
     pairs = {
         (a, b): compare_pair(source(a, b), a, b, weights, variant) for a in names for b in names if a != b
     }
@@ -310,7 +318,7 @@ def head_to_head(
                     win_rows[ax][m] = np.nanmean(np.stack(rows), axis=0)
 
     def claimed(ax: str, x: str, y: str) -> bool:
-        return supported(verdicts, confidence, ax, x, y) and _pair_key(x, y) not in held.get(ax, {})
+        return supported(verdicts, confidence, gates, ax, x, y)
 
     ranks = {
         ax: {
@@ -330,9 +338,13 @@ def head_to_head(
     for ax in AXIS_NAMES:
         for x in names:
             for y in names:
-                if (x, y) in held.get(ax, {}):
-                    continue
-                if x < y and (x, y) in verdicts[ax] and not claimed(ax, x, y) and not claimed(ax, y, x):
+                if (
+                    x < y
+                    and (x, y) in verdicts[ax]
+                    and not holds(gates, ax, x, y)
+                    and not claimed(ax, x, y)
+                    and not claimed(ax, y, x)
+                ):
                     e_rows = pairs[(x, y)].h.get("E")
                     p_e = None if e_rows is None else p_beats(e_rows)
                     e_open = ax == "overall" and p_e is not None and 1 - confidence < p_e < confidence
@@ -344,17 +356,20 @@ def head_to_head(
                             "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
                         }
                     )
-    incomplete = [
-        {
-            "axis": ax,
-            "models": [a, b],
-            "p": verdicts[ax][(a, b)].p_beats if (a, b) in verdicts[ax] else None,
-            **entry,
-        }
-        for ax in AXIS_NAMES
-        for (a, b), entry in sorted(held.get(ax, {}).items())
-    ]
-    held_pairs = {p for by_pair in held.values() for p in by_pair}
+    held = {
+        name: [
+            {
+                "axis": ax,
+                "models": [a, b],
+                "p": verdicts[ax][(a, b)].p_beats if (a, b) in verdicts[ax] else None,
+                **entry,
+            }
+            for ax in AXIS_NAMES
+            for (a, b), entry in sorted(gate.pairs.get(ax, {}).items())
+        ]
+        for name, gate in gates.items()
+    }
+    held_pairs = {p for gate in gates.values() for p in gate.held()}
     not_comparable = [
         {"models": [a, b], "reason": pr.reason}
         for (a, b), pr in sorted(pairs.items())
@@ -390,11 +405,11 @@ def head_to_head(
         claims=claims,
         ties=ties,
         not_comparable=not_comparable,
-        incomplete=incomplete,
+        held=held,
         shared={a: {b: pairs[(a, b)].shared for b in names if b != a} for a in names},
         kendall_tau=tau,
         kendall_tau_interval=None if tau_rows is None else percentile_interval(tau_rows, interval_confidence),
-        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable, held),
+        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable, gates),
     )
 
 

@@ -65,6 +65,14 @@ class ScoringOptions(BaseModel):
         description="A claim between two models needs both to have scored at least this share of the "
         "samples of every cell they share; otherwise the pair is 'incomplete' and nothing is claimed.",
     )
+    min_format_rate: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="A generative cell whose answer-format rate (the share of answers in the form the "
+        "question asks for, or of non-empty captions) is below this makes no claim: every head-to-head "
+        "claim that reads it is withheld, with the reason.",
+    )
     reliance: Literal["reported"] = Field(
         default="reported",
         description="How image reliance (clean minus swapped/blank-image score) enters the scorecard: "

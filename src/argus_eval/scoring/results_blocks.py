@@ -33,6 +33,7 @@ from argus_eval.results_model.scorecard import (
     ScoringOptionsEcho,
     ShortCell,
     Tie,
+    Withheld,
 )
 from argus_eval.scoring.axis_registry import axis_names, axis_specs
 from argus_eval.scoring.headtohead import HeadToHead
@@ -147,6 +148,7 @@ def _comparison(sc: Scorecard) -> ComparisonBlock:
         claim_min_scored=sc.options.claim_min_scored,
         incomplete=[_incomplete(i) for i in h.incomplete],
         common_samples=_common(sc.common_samples),
+        withheld=[Withheld(**clean(w)) for w in h.withheld],
     )
 
 

@@ -12,9 +12,11 @@ from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
 from argus_eval.scoring.axes import efficiency_axis
 from argus_eval.scoring.axis_registry import axis_names
-from argus_eval.scoring.completeness import Coverage, shortfalls
+from argus_eval.scoring.completeness import Coverage, incomplete_gate
 from argus_eval.scoring.efficiency_axis import efficiency_from_timings
 from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
+from argus_eval.scoring.format_gate import FormatGate, format_gate
+from argus_eval.scoring.gates import INCOMPLETE, WITHHELD
 from argus_eval.scoring.headtohead import HeadToHead, head_to_head
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import Draws, Group, align, group_rows
@@ -172,11 +174,21 @@ def _rows(
 
 
 def _comparison(
-    groups: list[Group], rows: _Rows, models: list[str], options: ScoringOptions, coverage: Coverage
+    groups: list[Group],
+    rows: _Rows,
+    models: list[str],
+    options: ScoringOptions,
+    coverage: Coverage,
+    form: FormatGate,
 ) -> tuple[HeadToHead, dict[tuple[str, str], dict[tuple[str, str], int]]]:
-    """Every pair head to head on the samples both scored; claims withheld where a pair is incomplete."""
+    """Every pair head to head on the samples both scored; claims withheld where a pair is incomplete
+    or shares a clean cell whose answers mostly lack the asked-for form."""
     retention = {r.key: r.ratio for m in models for r in rows.models[m].retention}
     pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws)
+    gates = {
+        INCOMPLETE: incomplete_gate(coverage, options.claim_min_scored),
+        WITHHELD: form.gate(models, pairs),
+    }
     h = head_to_head(
         models,
         pairs,
@@ -184,7 +196,7 @@ def _comparison(
         options.cdc_variant,
         options.claim_confidence,
         options.confidence,
-        shortfalls(coverage, options.claim_min_scored),
+        gates,
     )
     common = {(a, b): pairs.common_samples(a, b) for i, a in enumerate(models) for b in models[i + 1 :]}
     return h, {k: v for k, v in common.items() if v}
@@ -255,7 +267,10 @@ def _build(
         )
         for k, v in sorted(point.scores.items())
     ]
-    comparison, common = _comparison(groups, boot if boot is not None else point, models, options, coverage)
+    form = format_gate({c.key: c.format_rate for c in cells}, options.min_format_rate)
+    comparison, common = _comparison(
+        groups, boot if boot is not None else point, models, options, coverage, form
+    )
     info = None
     if boot is not None:
         info = BootstrapInfo(resamples, options.seed, options.confidence, comparison.pairwise)

@@ -49,6 +49,8 @@ class CellData:
     predictions: list[str] | None = None
     # The cell's chance level (a uniform guess among the candidates it scores); None when undefined.
     chance: float | None = None
+    # A generative cell's share of answers in the form its questions ask for; None for other protocols.
+    format_rate: float | None = None
 
 
 def parse_condition(condition: str) -> tuple[str, int | None]:

@@ -20,6 +20,7 @@ from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import CapabilityError
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.registry import Registry
+from argus_eval.tasks.answers import AnswerFormat
 from argus_eval.tasks.records import Record
 
 
@@ -150,6 +151,9 @@ class CellResult:
     # The primary score a uniform guess among the candidates gets (None: not defined for the protocol).
     chance: float | None = None
     chance_basis: str = "not defined for free-form output"
+    # Generative protocols: whether each answer has the form asked for, and template tokens removed from
+    # it (tasks/answers.py); None when the protocol picks among candidates.
+    answer_format: AnswerFormat | None = None
 
     @property
     def primary(self) -> float:

@@ -23,6 +23,7 @@ from argus_eval.models.protocols import (
     embeds,
     generates,
 )
+from argus_eval.tasks.answers import answer_format, clean_generated, cleaned_output, non_empty
 from argus_eval.tasks.base import (
     CellResult,
     Finish,
@@ -115,8 +116,9 @@ class CaptioningTask(Task):
         protocol: ProtocolChoice,
     ) -> CellResult:
         kept = [s for s in samples if s.sample_id in records]
+        outputs = [records[s.sample_id].output for s in kept]
         cands: dict[Hashable, str] = {
-            s.sample_id: str((records[s.sample_id].output or {}).get("caption", "")) for s in kept
+            s.sample_id: str((o or {}).get("caption", "")) for s, o in zip(kept, outputs, strict=True)
         }
         refs: dict[Hashable, Sequence[str]] = {s.sample_id: list(s.texts) for s in kept}
         used = self._metrics()
@@ -137,6 +139,7 @@ class CaptioningTask(Task):
             components=np.nan_to_num(comp, nan=0.0),
             finish=finish,
             metrics=metrics,
+            answer_format=answer_format(protocol.needs, kept, outputs, "caption", non_empty),
         )
 
 
@@ -152,7 +155,11 @@ class Prompted:
         self, model: Generator, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
         images = images_of(batch)
-        return _captions(batch, model.generate(images, [self.prompt] * len(images), self.max_new_tokens))
+        texts = model.generate(images, [self.prompt] * len(images), self.max_new_tokens)
+        return [
+            Record(p.sample.sample_id, cleaned_output("caption", clean_generated(t)))
+            for p, t in zip(batch, texts, strict=True)
+        ]
 
 
 def _captions(batch: Sequence[Prepared], captions: Sequence[str]) -> list[Record]:

@@ -29,6 +29,7 @@ from argus_eval.models.protocols import (
     embeds,
     generates,
 )
+from argus_eval.tasks.answers import answer_format, clean_generated, cleaned_output, parses
 from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions, images_of, via
 from argus_eval.tasks.reasoning_schemes import Scheme, accuracy_by, mean_scheme, scheme_of
 from argus_eval.tasks.records import Record
@@ -146,13 +147,13 @@ class ReasoningTask(Task):
             else:
                 prompts.append(self.options.prompt.format(question=q))
         texts = model.generate(images_of(batch), prompts, self.options.max_new_tokens)
-        return _answers(
-            batch,
-            [
-                _letter_to_choice(t, p.sample.choices) if p.sample.choices else t.strip()
-                for t, p in zip(texts, batch, strict=True)
-            ],
-        )
+        out = []
+        for raw, p in zip(texts, batch, strict=True):
+            cleaned = clean_generated(raw)
+            choices = p.sample.choices
+            answer = _letter_to_choice(cleaned.text, choices) if choices else cleaned.text.strip()
+            out.append(Record(p.sample.sample_id, cleaned_output("answer", cleaned, answer)))
+        return out
 
     def _choose(
         self, model: Chooser, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
@@ -203,7 +204,8 @@ class ReasoningTask(Task):
         protocol: ProtocolChoice,
     ) -> CellResult:
         kept = [s for s in samples if s.sample_id in records]
-        preds = [str((records[s.sample_id].output or {}).get("answer", "")) for s in kept]
+        outputs = [records[s.sample_id].output for s in kept]
+        preds = [str((o or {}).get("answer", "")) for o in outputs]
         scores = [self._score(s, a) for s, a in zip(kept, preds, strict=True)]
         # The benchmark's own scoring (VCR: Q->A primary, QA->R and Q->AR beside it; else mean accuracy).
         scheme = scheme_of(kept)
@@ -229,6 +231,7 @@ class ReasoningTask(Task):
             extras=cell.extras,
             chance=chance_level(kept, dataset, scheme),
             chance_basis="uniform over the candidate answers of each question's answer type",
+            answer_format=answer_format(protocol.needs, kept, outputs, "answer", parses),
         )
 
     def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample], scheme: Scheme) -> dict[str, Any]:
