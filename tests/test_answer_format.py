@@ -136,6 +136,35 @@ def test_a_cell_below_the_format_threshold_makes_no_claim() -> None:
     assert scorecard_blocks(gated).scoring_options.min_format_rate == 0.5
 
 
+def test_a_pair_both_incomplete_and_withheld_is_held_once_and_listed_under_each_gate() -> None:
+    # B's d2 is below the format threshold and B scored only 100 of its 120 clean d1 samples
+    b_short = mean_cell(CellKey("B", "reasoning", "d1", "clean"), IDS[:100], np.zeros(100))
+    b_short.format_rate = 0.9
+    cells = [
+        _cell("A", "d1", 0.9, 1, 1.0),
+        _cell("A", "d2", 0.9, 2, 0.95),
+        b_short,
+        _cell("B", "d2", 0.0, 4, 0.1),
+    ]
+    planned = {c.key: N for c in cells}
+    sc = bootstrap_scorecard(cells, {}, ScoringOptions(resamples=200), planned=planned)
+    h = sc.comparison
+    assert [i["models"] for i in h.incomplete] == [["A", "B"], ["A", "B"]]  # capability and overall
+    assert [w["models"] for w in h.withheld] == [["A", "B"]]  # once: the gate holds both axes
+    assert h.claims == [] and h.ties == [] and h.not_comparable == []
+    assert h.pairwise["P"]["A"]["B"] == 1.0  # the share is still computed and shown
+    assert h.ranks["capability"] == {"A": 1, "B": 1}
+    assert "Incomplete (a model did not score its shared cells; no claim): A and B." in h.sentence
+    assert "No claim about A and B (a cell's answers mostly lack the asked-for form)." in h.sentence
+    block = scorecard_blocks(sc).comparison
+    assert block.no_claim("B", "A", "capability") == ("incomplete", h.incomplete[0]["reason"])
+    # complete, the pair is still withheld; then the matrices mark the share "no claim"
+    whole = [c for c in cells if c is not b_short] + [_cell("B", "d1", 0.2, 3, 0.9)]
+    full = scorecard_blocks(bootstrap_scorecard(whole, {}, ScoringOptions(resamples=200))).comparison
+    assert full.incomplete == []
+    assert full.no_claim("A", "B", "overall") == ("no claim", full.withheld[0].reason)
+
+
 def _run_config(cache: Path, min_format_rate: float) -> dict[str, Any]:
     shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 8,
               "train_images": 8, "questions_per_image": 3}  # fmt: skip
@@ -181,6 +210,7 @@ def test_a_run_reports_the_rate_and_withholds_the_claims_of_a_low_cell(tmp_path:
     summary = (out / "summary.md").read_text()
     rate = f"{cells['random']['answer_format_rate']:.3f} !"
     assert rate in summary and "random and zoo: no claim" in summary
+    assert "(no claim)" in summary  # the P(beats) matrices show the share, with no claim from it
 
     # The same records scored without the gate (no model call): the zoo model is claimed above.
     again = run(parse_config(_run_config(tmp_path / "cache", 0.0), "t"), out, quiet=True)
