@@ -15,6 +15,7 @@ from typing import Any
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models import fingerprint as fp
 from argus_eval.models.hf_common import LoadRequest
+from argus_eval.models.options import call_only_options
 from argus_eval.models.presets import PRESETS, Preset
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
@@ -173,7 +174,8 @@ def model_fingerprint(cfg: ModelConfig) -> str:
     scheme, target = _split(cfg.spec)
     if scheme == "preset":
         return model_fingerprint(cfg.model_copy(update={"spec": _preset(cfg).spec}))
-    parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": fp.output_options(cfg.options)}
+    options = fp.output_options(cfg.options, call_only_options(cfg.spec))
+    parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": options}
     if cfg.max_new_tokens is not None:  # caps every generation, so it changes answers
         parts["max_new_tokens"] = cfg.max_new_tokens
     if scheme == "zoo":

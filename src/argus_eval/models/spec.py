@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    StrictInt,
     model_serializer,
     model_validator,
 )
@@ -40,10 +41,10 @@ class TaskCheckpoint(BaseModel):
     spec: str = Field(min_length=1)
     device: Device | None = None
     dtype: DType | None = None
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: StrictInt | None = Field(default=None, ge=1)
     trust_remote_code: bool | None = None
     revision: str | None = None
-    max_new_tokens: int | None = Field(default=None, ge=1)
+    max_new_tokens: StrictInt | None = Field(default=None, ge=1)
     options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -75,10 +76,10 @@ class ModelConfig(BaseModel):
     tasks: dict[str, TaskCheckpoint] | None = None
     device: Device = "auto"
     dtype: DType = "float32"
-    batch_size: int = Field(default=32, ge=1)
+    batch_size: StrictInt = Field(default=32, ge=1)
     trust_remote_code: bool = False
     revision: str | None = None
-    max_new_tokens: int | None = Field(default=None, ge=1)
+    max_new_tokens: StrictInt | None = Field(default=None, ge=1)
     options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")

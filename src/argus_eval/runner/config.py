@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from argus_eval.data.formats import FORMATS, DatasetOptions
@@ -34,16 +34,16 @@ class EfficiencyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
-    batch_size: int = Field(default=32, ge=1)
-    warmup: int = Field(default=2, ge=0)
-    repeats: int = Field(default=10, ge=1)
-    trials: int = Field(
+    batch_size: StrictInt = Field(default=32, ge=1)
+    warmup: StrictInt = Field(default=2, ge=0)
+    repeats: StrictInt = Field(default=10, ge=1)
+    trials: StrictInt = Field(
         default=5,
         ge=1,
         description="Timing trials per (model, task), interleaved across models; the bootstrap "
         "resamples them.",
     )
-    cpu_threads: int | None = Field(
+    cpu_threads: StrictInt | None = Field(
         default=1,
         ge=1,
         description="torch CPU threads while timing (restored after); 1 keeps figures from depending on "
@@ -57,7 +57,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = "argus-run"
-    seed: int = 0
+    seed: StrictInt = 0
     models: list[ModelConfig] = Field(min_length=1)
     datasets: list[dict[str, Any]] = Field(min_length=1)
     tasks: list[str | dict[str, Any]] = Field(

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from argus_eval.data.answer_types import answer_type, typed_candidates
 from argus_eval.data.blind import baseline_source, blind_answers
@@ -56,8 +56,8 @@ class ReasoningOptions(TaskOptions):
         "other, or a benchmark's own type), e.g. {number: 'there are {answer} of them: {question}'}; "
         "types without one use `statement`.",
     )
-    max_new_tokens: int = Field(default=8, ge=1)
-    vqa_min_answers: int = Field(
+    max_new_tokens: StrictInt = Field(default=8, ge=1)
+    vqa_min_answers: StrictInt = Field(
         default=3, ge=2, description="Items with this many gold answers use VQA accuracy."
     )
 

@@ -17,6 +17,7 @@ from typing import Literal, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic_core import PydanticCustomError
 
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
@@ -37,6 +38,18 @@ from argus_eval.tasks.records import Record
 
 SELF = "self"
 Shortlist = int | Literal["all"]
+
+
+def shortlist_k(value: object) -> Shortlist | None:
+    """The `shortlist` option as written: a whole number >= 1, 'all' or null. Strict, as every integer
+    option is: YAML's `true` is not k = 1, nor is `1.0` (a float) or `"16"` (a string)."""
+    if value is None or value == "all":
+        return None if value is None else "all"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise PydanticCustomError(
+        "shortlist", "Input should be a whole number >= 1 or 'all', got {value}", {"value": repr(value)}
+    )
 
 
 def protocol_name(k: Shortlist, first_stage: str) -> str:
