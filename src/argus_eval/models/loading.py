@@ -168,8 +168,10 @@ def load_model(cfg: ModelConfig) -> Model:
 def model_fingerprint(cfg: ModelConfig) -> str:
     """Identity of a model's answers, without loading it.
 
-    Local directory: sha256 of its files; hub id: id + revision; api: url + model name; plus dtype and
-    the output-relevant options.
+    Local directory: sha256 of its files; hub id: id + revision; api: url + model name; plus dtype,
+    max_new_tokens, trust_remote_code and every option but the scheme's call-only ones. Not in it: where
+    the model runs (device) and how inputs are batched (batch_size): every adapter answers the same at
+    any batch size (tests/test_batch_invariance_*.py), so a record computed at one serves the other.
     """
     scheme, target = _split(cfg.spec)
     if scheme == "preset":
@@ -178,6 +180,8 @@ def model_fingerprint(cfg: ModelConfig) -> str:
     parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": options}
     if cfg.max_new_tokens is not None:  # caps every generation, so it changes answers
         parts["max_new_tokens"] = cfg.max_new_tokens
+    if cfg.trust_remote_code:  # the checkpoint's own code runs instead of transformers' class
+        parts["trust_remote_code"] = True
     if scheme == "zoo":
         parts["files"] = fp.dir_digest(zoo_dir(target))
     elif scheme == "hf":
@@ -189,7 +193,8 @@ def model_fingerprint(cfg: ModelConfig) -> str:
     elif scheme == "api":
         url, _, name = target.partition("#")
         parts["api"] = {"url": url.rstrip("/"), "model": name}
-        parts.pop("dtype")
+        parts.pop("dtype")  # a served model: neither is ours to set
+        parts.pop("trust_remote_code", None)
     else:  # a plugin scheme: its target string is all we know without loading
         parts["target"] = target
     return fp.combine(parts)

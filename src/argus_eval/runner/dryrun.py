@@ -68,7 +68,8 @@ def describe_plan(
                 skipped.append({"model": m.name, **_tasks_of(m, cfg.models), "reason": str(e)})
         return infos[key]
 
-    plan = build_plan(cfg.models, lambda m: "-", info, tasks, datasets, conditions)
+    # a first stage that cannot serve fails the dry run as it fails the run (a ConfigError naming it)
+    plan = build_plan(cfg.models, lambda m: "-", info, tasks, datasets, conditions, _declared_info)
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in plan.cells:
         key = (c.model.name, c.task.name, c.dataset.name)
