@@ -55,7 +55,7 @@ class OpenAICompatibleModel:
         url, sep, model_name = target.partition("#")
         if not sep or not model_name or not url.startswith(("http://", "https://")):
             raise ModelLoadError(
-                f"model {cfg.spec!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME"
+                f"model {cfg.spec!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME", key="spec"
             )
         check_options(cfg.name, cfg.spec, cfg.options)  # as the config did (a copied config skips it)
         opts = ApiOptions.model_validate(cfg.options)

@@ -190,7 +190,8 @@ def load_blip(req: LoadRequest) -> _BlipBase:
     if not archs:
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: BLIP architectures {req.hf_config.get('architectures')} not supported; "
-            f"expected one of {sorted(BLIP_HEADS)}"
+            f"expected one of {sorted(BLIP_HEADS)}",
+            key="spec",
         )
     tf = hf_module()
     kw = req.pretrained_kwargs()

@@ -133,7 +133,8 @@ def load_dual_encoder(req: LoadRequest) -> DualEncoderAdapter:
     model = call_pretrained(req, "model", lambda: tf.AutoModel.from_pretrained(req.source, **kw))
     if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
         raise ModelLoadError(
-            f"model {req.cfg.spec!r}: {type(model).__name__} has no get_image_features/get_text_features"
+            f"model {req.cfg.spec!r}: {type(model).__name__} has no get_image_features/get_text_features",
+            key="spec",
         )
     processor = call_pretrained(req, "processor", lambda: tf.AutoProcessor.from_pretrained(req.source, **kw))
     return DualEncoderAdapter(req, model, processor)

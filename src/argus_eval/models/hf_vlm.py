@@ -273,7 +273,8 @@ def load_vlm(req: LoadRequest) -> VLMAdapter:
     if not getattr(processor, "chat_template", None) or not hasattr(processor, "tokenizer"):
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: processor at {req.source} has no chat template or tokenizer; "
-            "a generative VLM needs both"
+            "a generative VLM needs both",
+            key="spec",
         )
     model = call_pretrained(
         req, "model", lambda: tf.AutoModelForImageTextToText.from_pretrained(req.source, **kw)

@@ -92,11 +92,12 @@ def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
             f"model {name!r}: unknown option(s) {', '.join(unknown)} for {scheme}: models; "
             f"valid options: {', '.join(allowed) or 'none'}"
             + (" (an API key belongs in the environment variable named by api_key_env)"
-               if scheme == "api" else "")
+               if scheme == "api" else ""),
+            key=f"options.{unknown[0]}",
         )  # fmt: skip
     try:
         model.model_validate(options)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"model {name!r}: options.{where}: {err['msg']}") from None
+        raise ConfigError(f"model {name!r}: options.{where}: {err['msg']}", key=f"options.{where}") from None

@@ -30,7 +30,8 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
             capabilities=frozenset(p.capabilities),
             family=p.family,
         )
-    model = load_model(cfg)
+    with cfg.located():
+        model = load_model(cfg)
     try:
         return model.info
     finally:

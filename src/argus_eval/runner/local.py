@@ -69,9 +69,11 @@ class ModelPool:
         return self._loader
 
     def get(self, cfg: ModelConfig) -> Model:
+        """The loaded model of cfg; a load error names the model, task and key path of cfg's setting."""
         key = cfg.load_key()
         if key not in self._models:
-            self._models[key] = self._loader(cfg)
+            with cfg.located():
+                self._models[key] = self._loader(cfg)
         return self._models[key]
 
     def release(self, cfg: ModelConfig) -> None:

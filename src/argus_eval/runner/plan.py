@@ -177,8 +177,8 @@ def build_plan(
             try:
                 protocol = serving_protocol(row, model, task, info)
             except CapabilityError as e:
-                if row.composite:
-                    raise
+                if row.composite:  # a mistake in the config: named with its key path
+                    raise model.locate(e) from None
                 plan.skipped.append({"model": row.name, "task": task.name, "reason": str(e)})
                 continue
             fp = fingerprint(model)

@@ -58,7 +58,8 @@ class ModelWorker:
         holds the cell's object ref inside a list so Ray does not resolve it per call; the cell is
         fetched once per actor."""
         if self._model is None:
-            self._model = self._loader(self._cfg)
+            with self._cfg.located():
+                self._model = self._loader(self._cfg)
         cell = self._cells.get(key)
         if cell is None:
             import ray
@@ -80,5 +81,6 @@ class ModelWorker:
     def _helper(self, cfg: ModelConfig) -> Model:
         key = cfg.load_key()
         if key not in self._helpers:
-            self._helpers[key] = self._loader(cfg)
+            with cfg.located():
+                self._helpers[key] = self._loader(cfg)
         return self._helpers[key]
