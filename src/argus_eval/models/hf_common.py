@@ -128,6 +128,7 @@ class HFAdapterBase:
         self.device = resolve_device(req.cfg.device)
         self.dtype = resolve_dtype(req.cfg.dtype, self.device)
         self.batch_size = req.cfg.batch_size
+        self.max_new_tokens_cap = req.cfg.max_new_tokens  # the config's cap on every generation
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
         self.forward_calls = 0
         self.info = ModelInfo(
@@ -141,6 +142,11 @@ class HFAdapterBase:
             params=sum(p.numel() for p in model.parameters()),
             extra=dict(req.extra),
         )
+
+    def new_tokens(self, max_new_tokens: int) -> int:
+        """The task's max_new_tokens under the model config's cap (when it sets one)."""
+        cap = self.max_new_tokens_cap
+        return max_new_tokens if cap is None else min(max_new_tokens, cap)
 
     def to_device(self, batch: Any) -> dict[str, Any]:
         """Move a processor output to the model's device; floating tensors to the model's dtype."""

@@ -178,7 +178,9 @@ class ReasoningTask(Task):
         txt = model.embed_texts(flat)
         out, start = [], 0
         for i, opts in enumerate(options):
-            sims = txt[start : start + len(opts)] @ img[i]
+            # row by row, not a matrix product: BLAS kernels round a row by where it sits in the block,
+            # so candidates whose statements the tower sees alike would tie unevenly, batch by batch
+            sims = (txt[start : start + len(opts)] * img[i]).sum(axis=1)
             out.append(opts[int(np.argmax(sims))])
             start += len(opts)
         return _answers(batch, out)
