@@ -31,7 +31,9 @@ def invariance_config(spec: str, batch_size: int, cache: Path) -> dict[str, Any]
         "name": "batch-invariance",
         "seed": 0,
         "cache_dir": str(cache),
-        "models": [{"name": "m", "spec": spec, "device": "cpu", "batch_size": batch_size, "max_new_tokens": 8}],
+        "models": [
+            {"name": "m", "spec": spec, "device": "cpu", "batch_size": batch_size, "max_new_tokens": 8}
+        ],
         "datasets": [
             {
                 "name": "studio",

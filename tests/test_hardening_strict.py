@@ -16,6 +16,8 @@ from argus_eval.cli import main
 from argus_eval.results_model.weights import normalised
 from pipeline_fixtures import tiny_config
 
+API = "api:http://127.0.0.1:1/v1#m"  # never called: these configs fail before any model call
+
 
 def _cli(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
     """The one line the CLI prints for argv, which must exit with status 2."""
@@ -44,7 +46,10 @@ def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
         ({"tasks": [{"name": "retrieval", "shortlist": True}]}, "tasks[0] (retrieval): shortlist"),
         ({"tasks": [{"name": "retrieval", "shortlist": 1.0}]}, "tasks[0] (retrieval): shortlist"),
         ({"tasks": [{"name": "retrieval", "ks": [1, True]}]}, "tasks[0] (retrieval): ks.1"),
-        ({"tasks": [{"name": "captioning", "max_new_tokens": True}]}, "tasks[0] (captioning): max_new_tokens"),
+        (
+            {"tasks": [{"name": "captioning", "max_new_tokens": True}]},
+            "tasks[0] (captioning): max_new_tokens",
+        ),
         ({"tasks": [{"name": "reasoning", "vqa_min_answers": 3.0}]}, "tasks[0] (reasoning): vqa_min_answers"),
         ({"scoring": {"resamples": True}}, "scoring.resamples"),
         ({"scoring": {"seed": 1.0}}, "scoring.seed"),
@@ -66,13 +71,21 @@ def test_integer_options_refuse_booleans_and_floats(
     assert str(path) in line and where in line, line
 
 
-@pytest.mark.parametrize(("option", "value"), [("shard_size", True), ("num_workers", 2.0), ("cpus_per_model", True)])
+@pytest.mark.parametrize(
+    ("option", "value"), [("shard_size", True), ("num_workers", 2.0), ("cpus_per_model", True)]
+)
 def test_executor_options_refuse_booleans_and_floats(
-    option: str, value: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    option: str,
+    value: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     cfg = {**tiny_config(tmp_path / "cache"), "executor": "ray", "executor_options": {option: value}}
     cfg["datasets"] = [{**cfg["datasets"][0], "n_images": 2}]
-    line = _cli(["run", "-c", str(_write(tmp_path, cfg)), "--out", str(tmp_path / "out")], monkeypatch, capsys)
+    line = _cli(
+        ["run", "-c", str(_write(tmp_path, cfg)), "--out", str(tmp_path / "out")], monkeypatch, capsys
+    )
     assert f"executor_options.{option}: Input should be a valid" in line, line
 
 
@@ -82,10 +95,10 @@ def test_executor_options_refuse_booleans_and_floats(
         ({"batch_size": True}, "models[0].batch_size"),
         ({"max_new_tokens": 2.0}, "models[0].max_new_tokens"),
         ({"trust_remote_code": 1}, "models[0].trust_remote_code"),
-        ({"spec": "api:http://127.0.0.1:1/v1#m", "options": {"concurrency": True}}, "models[0].options.concurrency"),
-        ({"spec": "api:http://127.0.0.1:1/v1#m", "options": {"max_answer_chars": 2.5}}, "models[0].options.max_answer_chars"),
+        ({"spec": API, "options": {"concurrency": True}}, "models[0].options.concurrency"),
+        ({"spec": API, "options": {"max_answer_chars": 2.5}}, "models[0].options.max_answer_chars"),
     ],
-)  # fmt: skip
+)
 def test_model_settings_and_options_are_strict(
     model: dict[str, Any],
     where: str,
@@ -130,10 +143,10 @@ PER_TASK = [
     ({"spec": ""}, {}, "models[0].tasks.reasoning.spec"),
     ({"spec": LXMERT, "colour": "red"}, {}, "models[0].tasks.reasoning.colour"),
     ({"spec": LXMERT, "options": {"concurrency": 2}}, {}, "models[0].tasks.reasoning.options.concurrency"),
-    ({"spec": "api:http://127.0.0.1:1/v1#m", "options": {"timeout_s": True}}, {}, "models[0].tasks.reasoning.options.timeout_s"),
+    ({"spec": API, "options": {"timeout_s": True}}, {}, "models[0].tasks.reasoning.options.timeout_s"),
     (LXMERT, {"options": {"concurrency": 2}}, "models[0].options.concurrency"),  # shared by the tasks
     ({"spec": LXMERT}, {"unknown_task": "x"}, "models[0].unknown_task"),
-]  # fmt: skip
+]
 # errors found when the run loads or plans the checkpoint, before any model call
 PER_TASK_AT_LOAD = [
     ({"spec": LXMERT, "device": "cuda"}, {}, "models[0].tasks.reasoning.device"),
@@ -141,9 +154,13 @@ PER_TASK_AT_LOAD = [
     ({"spec": "zoo:no_such_model"}, {}, "models[0].tasks.reasoning.spec"),
     ({"spec": "hf:/no/such/checkpoint"}, {}, "models[0].tasks.reasoning.spec"),
     ({"spec": "hf:no-org/no-model", "revision": "v9"}, {}, "models[0].tasks.reasoning.spec"),
-    ({"spec": LXMERT, "options": {"region_features": "/no/such.npz"}}, {}, "models[0].tasks.reasoning.options.region_features"),
+    (
+        {"spec": LXMERT, "options": {"region_features": "/no/such.npz"}},
+        {},
+        "models[0].tasks.reasoning.options.region_features",
+    ),
     ({"spec": "zoo:blip"}, {}, "models[0].tasks.reasoning"),  # a captioner cannot answer questions
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("reasoning", "shared", "where"), PER_TASK)

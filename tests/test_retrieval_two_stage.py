@@ -132,7 +132,9 @@ def test_bad_options_name_the_option() -> None:
     # a named first stage is checked when the plan is built, before any model call
     with pytest.raises(ConfigError, match=r"retrieval option first_stage=.*offers classify, not embed"):
         _plan(_task(shortlist=3, first_stage=f"hf:{tiny_dir('lxmert-vqa')}"))
-    with pytest.raises(ConfigError, match=r"retrieval option first_stage='zoo:no-such-model' cannot be loaded"):
+    with pytest.raises(
+        ConfigError, match=r"retrieval option first_stage='zoo:no-such-model' cannot be loaded"
+    ):
         _plan(_task(shortlist=3, first_stage="zoo:no-such-model"))
 
 

@@ -79,7 +79,9 @@ def test_train_installs_measures_and_records_a_recipe(
     assert (tmp_path / "runs" / "zoo-copy" / measure.CONFIG_FILE).is_file()
 
 
-def test_train_without_install_leaves_the_shipped_zoo_byte_identical(tmp_path: Path, copy_recipe: str) -> None:
+def test_train_without_install_leaves_the_shipped_zoo_byte_identical(
+    tmp_path: Path, copy_recipe: str
+) -> None:
     from argus_eval.commands.zoo_cmd import train_zoo
     from argus_eval.zoo.training import build
 

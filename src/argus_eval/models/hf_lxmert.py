@@ -26,6 +26,7 @@ from argus_eval.models.hf_common import (
     check_lengths,
     hf_module,
 )
+from argus_eval.models.options import LocalOptions
 from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
 from argus_eval.models.regions import (
     CONFIG_KEY,
@@ -128,7 +129,7 @@ LXMERT_HEADS: dict[str, Callable[[dict[str, Any]], frozenset[str]]] = {
 
 
 def _region_provider(req: LoadRequest) -> RegionFeatureProvider:
-    opt = req.cfg.options.get("region_features")
+    opt = LocalOptions.model_validate(req.cfg.options).region_features  # checked with the config
     if isinstance(opt, str) and opt in REGION_PROVIDERS:
         return REGION_PROVIDERS.get(opt)()
     if opt:

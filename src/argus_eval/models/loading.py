@@ -50,7 +50,8 @@ def zoo_dir(name: str) -> Path:
     d = ZOO_ROOT / name
     if not (d / "config.json").is_file():
         raise ModelLoadError(
-            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it", key="spec"
+            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it",
+            key="spec",
         )
     return d
 
@@ -69,7 +70,8 @@ def _preset(cfg: ModelConfig) -> Preset:
     except UnknownNameError as e:
         raise ModelLoadError(
             f"model {cfg.spec!r} names nothing loadable: not a preset and no scheme "
-            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}", key="spec"
+            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}",
+            key="spec",
         ) from None
 
 
@@ -80,16 +82,21 @@ def _looks_like_path(target: str) -> bool:
 def _read_local_config(cfg: ModelConfig, d: Path) -> dict[str, Any]:
     cfg_file = d / "config.json"
     if not cfg_file.is_file():
-        raise ModelLoadError(f"model {cfg.spec!r}: {d} has no config.json; not a Hugging Face checkpoint", key="spec")
+        raise ModelLoadError(
+            f"model {cfg.spec!r}: {d} has no config.json; not a Hugging Face checkpoint", key="spec"
+        )
     if not any(next(d.glob(p), None) for p in WEIGHT_PATTERNS):
         raise ModelLoadError(
             f"model {cfg.spec!r}: {d} has no weight files ({', '.join(WEIGHT_PATTERNS)}); "
-            "the checkpoint is incomplete", key="spec"
+            "the checkpoint is incomplete",
+            key="spec",
         )
     try:
         data: dict[str, Any] = json.loads(cfg_file.read_text())
     except (OSError, ValueError) as e:
-        raise ModelLoadError(f"model {cfg.spec!r}: {cfg_file} is not readable JSON ({e})", key="spec") from None
+        raise ModelLoadError(
+            f"model {cfg.spec!r}: {cfg_file} is not readable JSON ({e})", key="spec"
+        ) from None
     return data
 
 
@@ -102,7 +109,9 @@ def _read_hub_config(cfg: ModelConfig, repo_id: str) -> dict[str, Any]:
     except Exception as e:  # offline, unknown repo, gated repo: all mean "cannot load"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelLoadError(
-            f"model {cfg.spec!r}: {repo_id!r} is neither a local directory nor a reachable hub repo ({first})", key="spec"
+            f"model {cfg.spec!r}: {repo_id!r} is neither a local directory nor a reachable hub repo "
+            f"({first})",
+            key="spec",
         ) from None
     return data
 

@@ -37,7 +37,9 @@ class ApiOptions(SchemeOptions):
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Sent with every request.")
     max_answer_chars: StrictInt = Field(default=4000, ge=1, description="Longer answers are cut.")
 
-    call_only = frozenset({"concurrency", "timeout_s", "max_retries", "backoff_s", "max_wait_s", "api_key_env"})
+    call_only = frozenset(
+        {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_wait_s", "api_key_env"}
+    )
 
 
 class LocalOptions(SchemeOptions):
@@ -49,7 +51,11 @@ class LocalOptions(SchemeOptions):
 
 
 # scheme -> its options model; a plugin scheme that registers none validates its own options.
-OPTIONS_BY_SCHEME: dict[str, type[SchemeOptions]] = {"api": ApiOptions, "hf": LocalOptions, "zoo": LocalOptions}
+OPTIONS_BY_SCHEME: dict[str, type[SchemeOptions]] = {
+    "api": ApiOptions,
+    "hf": LocalOptions,
+    "zoo": LocalOptions,
+}
 
 
 def register_options(scheme: str, options: type[SchemeOptions]) -> None:

@@ -43,7 +43,9 @@ class Origin:
     path: str  # "models[0]", or "models[0].tasks.reasoning" for a composite's checkpoint
     model: str
     task: str | None = None
-    own: frozenset[str] = frozenset()  # what a task entry sets itself ("device", "options.x"): the rest is the model's
+    own: frozenset[str] = (
+        frozenset()
+    )  # what a task entry sets itself ("device", "options.x"): the rest is the model's
 
     def key_path(self, key: str | None) -> str:
         """The full key path of a setting of this config (the entry's own, or the model's it inherits)."""
@@ -54,7 +56,7 @@ class Origin:
         return f"{self.path.rpartition('.tasks.')[0]}.{key}"
 
     def who(self) -> str:
-        """"model 'BLIP', task 'reasoning'" (or just the model)."""
+        """ "model 'BLIP', task 'reasoning'" (or just the model)."""
         return f"model {self.model!r}" + (f", task {self.task!r}" if self.task else "")
 
 

@@ -189,7 +189,7 @@ def _rooted(opts: DatasetOptions, root: Path | None) -> DatasetOptions:
 
 
 def _whose(parts: Sequence[int | str], data: Any) -> str:
-    """" (model 'BLIP', task 'reasoning')" for a key under models[i] (and its tasks), else ""."""
+    """ " (model 'BLIP', task 'reasoning')" for a key under models[i] (and its tasks), else ""."""
     if len(parts) < 2 or parts[0] != "models" or not isinstance(parts[1], int) or not isinstance(data, dict):
         return ""
     entries = data.get("models")

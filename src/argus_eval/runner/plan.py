@@ -106,7 +106,9 @@ def helper_configs(
     calls on it: checked here, when the plan is built, before any model call."""
     out: list[ModelConfig] = []
     for h in protocol.helpers:
-        cfg = ModelConfig(name=f"{h.option}={h.spec}", spec=h.spec, device=model.device, batch_size=model.batch_size)
+        cfg = ModelConfig(
+            name=f"{h.option}={h.spec}", spec=h.spec, device=model.device, batch_size=model.batch_size
+        )
         where = f"{task.name} option {h.option}={redact_text(h.spec)!r}"
         try:
             info = infos(cfg)

@@ -35,8 +35,12 @@ class RayOptions(BaseModel):
     address: str | None = Field(
         default=None, description="None: start a local cluster; 'auto', 'HOST:PORT' or 'ray://HOST:PORT'."
     )
-    num_cpus: StrictInt | None = Field(default=None, ge=1, description="CPUs of a local cluster (default: all).")
-    num_gpus: StrictInt | None = Field(default=None, ge=0, description="GPUs of a local cluster (default: all).")
+    num_cpus: StrictInt | None = Field(
+        default=None, ge=1, description="CPUs of a local cluster (default: all)."
+    )
+    num_gpus: StrictInt | None = Field(
+        default=None, ge=0, description="GPUs of a local cluster (default: all)."
+    )
     temp_dir: Path | None = Field(
         default=None, description="Ray's session files for a local cluster (default: a fresh temp dir)."
     )
@@ -50,10 +54,16 @@ class RayOptions(BaseModel):
     memory_per_model_gb: StrictFloat | None = Field(default=None, gt=0)
     models: dict[str, ModelResources] = Field(default_factory=dict)
     shard_size: StrictInt = Field(default=4, ge=1, description="Whole batches per Ray task.")
-    concurrent_models: StrictInt = Field(default=1, ge=1, description="Models whose actors are alive at once.")
+    concurrent_models: StrictInt = Field(
+        default=1, ge=1, description="Models whose actors are alive at once."
+    )
     max_restarts: StrictInt = Field(default=2, ge=0, description="Ray restarts of a dead model actor.")
-    max_task_retries: StrictInt = Field(default=2, ge=0, description="Ray retries of a shard on a restarted actor.")
-    shard_retries: StrictInt = Field(default=2, ge=0, description="Driver resubmits of a shard whose actor died.")
+    max_task_retries: StrictInt = Field(
+        default=2, ge=0, description="Ray retries of a shard on a restarted actor."
+    )
+    shard_retries: StrictInt = Field(
+        default=2, ge=0, description="Driver resubmits of a shard whose actor died."
+    )
     startup_timeout_s: StrictFloat = Field(default=120.0, gt=0)
 
 

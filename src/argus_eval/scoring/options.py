@@ -48,7 +48,9 @@ class ScoringOptions(BaseModel):
     cdc_variant: Literal["per-task", "pooled", "cv"] = "per-task"
     efficiency_mode: Literal["pool", "budget"] = "pool"
     budgets: EfficiencyBudgets = EfficiencyBudgets()
-    resamples: StrictInt = Field(default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off")
+    resamples: StrictInt = Field(
+        default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off"
+    )
     seed: StrictInt = 0
     confidence: StrictFloat = Field(default=0.95, gt=0, lt=1)
     claim_confidence: StrictFloat = Field(

@@ -64,6 +64,7 @@ class Helper:
     needs: str  # the capability the protocol calls on it, e.g. "embed"
     fix: str  # what to name instead when it cannot serve
 
+
 Cap = TypeVar("Cap")
 # How a protocol answers one batch: the model as the interface the protocol calls, its identity (for
 # messages and per-model caches), the prepared batch and its dataset; one Record per prepared sample.

@@ -45,7 +45,9 @@ from argus_eval.tasks.records import Record
 
 class RetrievalOptions(TaskOptions):
     name: str = "retrieval"
-    ks: tuple[Annotated[StrictInt, Field(ge=1)], ...] = Field(default=(1, 5, 10), description="Recall cut-offs averaged into the score.")
+    ks: tuple[Annotated[StrictInt, Field(ge=1)], ...] = Field(
+        default=(1, 5, 10), description="Recall cut-offs averaged into the score."
+    )
     directions: tuple[str, ...] = Field(
         default=("i2t", "t2i"), description="Directions averaged into the primary score."
     )
