@@ -272,3 +272,61 @@ def test_results_out_of_range_is_one_error_naming_file_and_path(
     path.write_text(json.dumps(data))
     line = _cli(["compare", str(path.parent), str(path.parent)], monkeypatch, capsys)
     assert f"{path}: {where.format(m=model)}: Input should be in [" in line, line
+
+
+def _option_models() -> list[tuple[type[Any], dict[str, Any]]]:
+    """Every options model of tasks, models, scoring, runs and executors, with a minimal valid input."""
+    import argus_eval.tasks.registry  # noqa: F401  (registers the built-in tasks)
+    from argus_eval.models.options import OPTIONS_BY_SCHEME
+    from argus_eval.models.spec import ModelConfig, TaskCheckpoint
+    from argus_eval.runner.config import EfficiencyConfig, RunConfig
+    from argus_eval.runner.ray_options import ModelResources, RayOptions
+    from argus_eval.scoring.options import AxisWeights, EfficiencyBudgets, ScoringOptions
+    from argus_eval.tasks.base import TASKS
+
+    tasks = [(TASKS.get(n).options_model, {"name": n}) for n in TASKS.names()]
+    schemes = [(m, {}) for m in set(OPTIONS_BY_SCHEME.values())]
+    minimal_run = {"models": [{"name": "m", "spec": "zoo:clip"}], "datasets": [{"format": "shapesworld"}]}
+    return [
+        *tasks,
+        *schemes,
+        (ModelConfig, {"name": "m", "spec": "zoo:clip"}),
+        (TaskCheckpoint, {"spec": "zoo:clip"}),
+        (ScoringOptions, {}),
+        (AxisWeights, {}),
+        (EfficiencyBudgets, {}),
+        (EfficiencyConfig, {}),
+        (RunConfig, minimal_run),
+        (RayOptions, {}),
+        (ModelResources, {}),
+    ]
+
+
+def test_every_number_option_refuses_booleans_and_every_integer_option_floats() -> None:
+    """Found by probing, not listed: a field that takes 7 but not 7.5 is an integer option, one that takes
+    7 or 0.5 a number; each must refuse True (and an integer option 7.0)."""
+    from pydantic import ValidationError
+
+    def valid(cls: type[Any], data: dict[str, Any]) -> bool:
+        try:
+            cls.model_validate(data)
+        except ValidationError:
+            return False
+        return True
+
+    integers, numbers = [], []
+    for cls, base in _option_models():
+        assert valid(cls, base), cls
+        for name in cls.model_fields:
+            takes = {v: valid(cls, {**base, name: v}) for v in (7, 7.5, 0.5)}
+            if takes[7] and not takes[7.5]:
+                integers.append(f"{cls.__name__}.{name}")
+                assert not valid(cls, {**base, name: 7.0}), (cls, name)
+            if takes[7] or takes[0.5]:
+                numbers.append(f"{cls.__name__}.{name}")
+                assert not valid(cls, {**base, name: True}), (cls, name)
+    # the probe finds what the issue named, and more
+    for name in ("RetrievalOptions.shortlist", "ScoringOptions.resamples", "ModelConfig.batch_size"):
+        assert name in integers, integers
+    assert "AxisWeights.P" in numbers and "ApiOptions.timeout_s" in numbers
+    assert len(integers) >= 20, integers

@@ -43,9 +43,8 @@ class Origin:
     path: str  # "models[0]", or "models[0].tasks.reasoning" for a composite's checkpoint
     model: str
     task: str | None = None
-    own: frozenset[str] = (
-        frozenset()
-    )  # what a task entry sets itself ("device", "options.x"): the rest is the model's
+    # what a task entry sets itself ("device", "options.x"): the rest it inherits from the model
+    own: frozenset[str] = frozenset()
 
     def key_path(self, key: str | None) -> str:
         """The full key path of a setting of this config (the entry's own, or the model's it inherits)."""
@@ -56,7 +55,7 @@ class Origin:
         return f"{self.path.rpartition('.tasks.')[0]}.{key}"
 
     def who(self) -> str:
-        """ "model 'BLIP', task 'reasoning'" (or just the model)."""
+        """Who raised it, for messages: model 'BLIP', task 'reasoning' (or just the model)."""
         return f"model {self.model!r}" + (f", task {self.task!r}" if self.task else "")
 
 

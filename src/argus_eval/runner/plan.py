@@ -106,10 +106,11 @@ def helper_configs(
     calls on it: checked here, when the plan is built, before any model call."""
     out: list[ModelConfig] = []
     for h in protocol.helpers:
+        shown = redact_text(h.spec)  # the name travels into messages and the store
         cfg = ModelConfig(
-            name=f"{h.option}={h.spec}", spec=h.spec, device=model.device, batch_size=model.batch_size
+            name=f"{h.option}={shown}", spec=h.spec, device=model.device, batch_size=model.batch_size
         )
-        where = f"{task.name} option {h.option}={redact_text(h.spec)!r}"
+        where = f"{task.name} option {h.option}={shown!r}"
         try:
             info = infos(cfg)
         except ArgusError as e:
