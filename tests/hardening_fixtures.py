@@ -62,3 +62,26 @@ def karpathy_config(
         "scoring": {"resamples": 0},
         "efficiency": {"enabled": False},
     }
+
+
+def stored_records(out: Path) -> dict[tuple[str, str], tuple[Any, dict[str, np.ndarray]]]:
+    """(cell key, sample id) -> (output, arrays) of every record in a run folder's store."""
+    from argus_eval.runner.store import Store
+
+    with Store(out / "store.sqlite") as st:
+        return {
+            (cell, sid): (r.output, r.arrays)
+            for cell, _ in st.iter_cells()
+            for sid, r in st.read(cell).items()
+        }
+
+
+def assert_same_as_fresh(reused: Path, fresh: Path) -> None:
+    """Every record of the fresh run is in the reused run's store, byte for byte."""
+    a, b = stored_records(reused), stored_records(fresh)
+    assert set(b) <= set(a)
+    for key, (output, arrays) in b.items():
+        assert a[key][0] == output, key
+        assert set(a[key][1]) == set(arrays)
+        for name, arr in arrays.items():
+            np.testing.assert_array_equal(a[key][1][name], arr)

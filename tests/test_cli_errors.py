@@ -56,7 +56,7 @@ def test_unknown_nested_key_names_path(
 ) -> None:
     p = _cfg(tmp_path, MINIMAL.replace("spec:", "bogus: 1, spec:"))
     code, err = _run(["run", "--config", str(p)], monkeypatch, capsys)
-    assert code == 2 and "unknown key 'models.0.bogus'" in err
+    assert code == 2 and "unknown key 'models[0].bogus'" in err
 
 
 def test_unknown_dataset_format(

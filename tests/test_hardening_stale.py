@@ -11,30 +11,11 @@ import numpy as np
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import RunOutcome, run
 from argus_eval.runner.store import Store
-from hardening_fixtures import karpathy_config, write_image
+from hardening_fixtures import assert_same_as_fresh, karpathy_config, write_image
 
 
 def _run(cfg: dict[str, Any], out: Path) -> RunOutcome:
     return run(parse_config(cfg, "test"), out, quiet=True)
-
-
-def _records(out: Path) -> dict[tuple[str, str], tuple[Any, dict[str, np.ndarray]]]:
-    with Store(out / "store.sqlite") as st:
-        return {
-            (cell, sid): (r.output, r.arrays)
-            for cell, _ in st.iter_cells()
-            for sid, r in st.read(cell).items()
-        }
-
-
-def _assert_same_as_fresh(reused: Path, fresh: Path) -> None:
-    a, b = _records(reused), _records(fresh)
-    assert set(b) <= set(a)
-    for key, (output, arrays) in b.items():
-        assert a[key][0] == output, key
-        assert set(a[key][1]) == set(arrays)
-        for name, arr in arrays.items():
-            np.testing.assert_array_equal(a[key][1][name], arr)
 
 
 def test_changed_seed_recomputes_exactly_the_seeded_records(tmp_path: Path) -> None:
@@ -47,7 +28,7 @@ def test_changed_seed_recomputes_exactly_the_seeded_records(tmp_path: Path) -> N
     assert again.stats.stale == n_seeded  # the clean records do not depend on the seed
     assert again.stats.records_written == n_seeded
     _run(karpathy_config(data, seed=1), tmp_path / "fresh")
-    _assert_same_as_fresh(tmp_path / "reused", tmp_path / "fresh")
+    assert_same_as_fresh(tmp_path / "reused", tmp_path / "fresh")
 
 
 def test_replaced_image_recomputes_exactly_its_records(tmp_path: Path) -> None:
@@ -62,7 +43,7 @@ def test_replaced_image_recomputes_exactly_its_records(tmp_path: Path) -> None:
     assert affected == len(first.plan.cells)
     assert again.stats.stale == affected and again.stats.records_written == affected
     _run(karpathy_config(data), tmp_path / "fresh")
-    _assert_same_as_fresh(tmp_path / "reused", tmp_path / "fresh")
+    assert_same_as_fresh(tmp_path / "reused", tmp_path / "fresh")
 
 
 def test_unchanged_rerun_makes_no_calls(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ clusters that cannot do the run refused before any work. One cluster serves the 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -21,6 +22,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import RunConfig, parse_config
 from argus_eval.runner.pipeline import run
+from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'argus-eval[ray]'")
@@ -54,7 +56,9 @@ def slow_loader(cfg: ModelConfig) -> Any:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     temp = tempfile.mkdtemp(prefix="argus-ray-test-")  # short: Ray's unix sockets live under it
-    env = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(TESTS)}
+    # the workers import this module from TESTS, and the package from where the driver does
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": path}
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)  # the local cluster's processes inherit these
@@ -189,3 +193,17 @@ def test_worker_on_other_versions_is_refused(
     with pytest.raises(ExecutorError, match=r"argus-eval: driver 0\.0\.0-driver, worker"):
         run(_cfg(cache, "ray"), tmp_path / "out", quiet=True)
     assert len(_rows(tmp_path / "out")) == 0
+
+
+def test_first_stage_runs_on_the_workers_as_locally(cluster: Any, cache: Path, tmp_path: Path) -> None:
+    """A two-stage retrieval's first stage is a helper of its cells: each worker loads it beside its
+    model, and the records are the local executor's."""
+    d = tiny_config(cache, batch_size=2, tasks=["retrieval"])
+    d["models"] = [{"name": "vlm", "spec": f"hf:{tiny_dir('qwen2_5_vl')}", "device": "cpu", "batch_size": 2}]
+    d["datasets"], d["perturbations"] = d["datasets"][:1], []
+    d["tasks"] = [{"name": "retrieval", "shortlist": 3, "first_stage": f"hf:{tiny_dir('clip')}"}]
+    local = run(parse_config(d, "test"), tmp_path / "local", quiet=True)
+    assert [c.helpers[0].spec for c in local.plan.cells] == [f"hf:{tiny_dir('clip')}"]
+    d["executor"], d["executor_options"] = "ray", {"shard_size": 1}
+    run(parse_config(d, "test"), tmp_path / "ray", quiet=True)
+    _assert_same_as_reference(tmp_path / "ray", tmp_path / "local")

@@ -12,11 +12,15 @@ from numpy.typing import NDArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError, ConfigError
 from argus_eval.metrics.retrieval import recall_at_k
+from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import POOL, SCORE_PAIRS, ModelInfo
+from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb.conditions import CLEAN
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.registry import make_tasks, parse_tasks
 from argus_eval.tasks.retrieval import RetrievalTask
@@ -125,10 +129,40 @@ def test_bad_options_name_the_option() -> None:
         parse_tasks([{"name": "retrieval", "shortlist": 0}])
     with pytest.raises(CapabilityError, match="first_stage"):
         _task(shortlist=3).choose_protocol(FakeVLM(frozenset({SCORE_PAIRS})).info)
-    with pytest.raises(ConfigError, match=r"first_stage=.*not embed"):
-        _task(shortlist=3, first_stage=f"hf:{tiny_dir('lxmert-vqa')}").choose_protocol(FakeVLM().info)
-    with pytest.raises(ConfigError, match=r"first_stage=.*cannot be loaded"):
-        _task(shortlist=3, first_stage="zoo:no-such-model").choose_protocol(FakeVLM().info)
+    # a named first stage is checked when the plan is built, before any model call
+    with pytest.raises(ConfigError, match=r"retrieval option first_stage=.*offers classify, not embed"):
+        _plan(_task(shortlist=3, first_stage=f"hf:{tiny_dir('lxmert-vqa')}"))
+    with pytest.raises(
+        ConfigError, match=r"retrieval option first_stage='zoo:no-such-model' cannot be loaded"
+    ):
+        _plan(_task(shortlist=3, first_stage="zoo:no-such-model"))
+
+
+def _plan(task: RetrievalTask) -> Plan:
+    """The plan of the fake pair scorer on DATASET, its first stage loaded through the public path."""
+    row = ModelConfig(name="fake", spec="zoo:qwen2_5_vl", device="cpu")
+
+    def info(m: ModelConfig) -> ModelInfo:
+        if m.name == row.name:
+            return FakeVLM().info
+        model = load_model(m)
+        model.close()
+        return model.info
+
+    return build_plan([row], lambda m: m.name, info, [task], [DATASET], [CLEAN])
+
+
+def test_named_first_stage_is_a_helper_of_the_cell() -> None:
+    """The first stage is no module-level model: the plan names it as the cell's helper (loaded by the
+    runner's pool on the scored model's device) and its fingerprint is part of the cell's key."""
+    spec = f"hf:{tiny_dir('clip')}"
+    (cell,) = _plan(_task(shortlist=3, first_stage=spec)).cells
+    assert [h.spec for h in cell.helpers] == [spec] and cell.helpers[0].device == "cpu"
+    assert cell.helper_fps == (cell.helpers[0].name,)  # the fingerprint callable's answer for it
+    (own,) = _plan(_task(shortlist=3)).cells
+    assert own.helpers == () and own.key != cell.key
+    with pytest.raises(CapabilityError, match="needs its first stage"):
+        cell.protocol.run(FakeVLM(), _prepared(), DATASET)  # type: ignore[arg-type]
 
 
 def test_named_first_stage_and_plan_calls(tmp_path: Path) -> None:

@@ -211,11 +211,19 @@ def zoo_train(
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the recipe's).")] = None,
     out: Annotated[Path | None, _ZOO_OUT] = None,
+    install: Annotated[
+        bool,
+        typer.Option(
+            "--install",
+            help="Replace the shipped checkpoint and its manifest entry (default: both go to OUT/zoo-NAME).",
+        ),
+    ] = False,
 ) -> None:
-    """Rebuild zoo checkpoints from their recipes (ShapesWorld, CPU), evaluate them, update the manifest."""
+    """Rebuild zoo checkpoints from their recipes (ShapesWorld, CPU) and evaluate them; --install puts them
+    in the shipped zoo."""
     from argus_eval.commands.zoo_cmd import train_zoo
 
-    train_zoo(name, seconds, seed, out, console)
+    train_zoo(name, seconds, seed, out, console, install)
 
 
 @zoo_app.command("eval")

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 
 class ArgusError(Exception):
-    """Base of every error ARGUS-EVAL raises on purpose (user-facing, one line)."""
+    """Base of every error ARGUS-EVAL raises on purpose (user-facing, one line).
+
+    key: the config key the error is about, relative to the model entry it came from ("device",
+    "options.concurrency"), when one setting caused it; whoever knows where the entry sits in the config
+    (models[0].tasks.reasoning) puts the two together in the message."""
+
+    def __init__(self, message: str = "", *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class ConfigError(ArgusError):

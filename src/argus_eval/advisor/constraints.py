@@ -34,7 +34,7 @@ def check_weights(option: str, weights: Weights | tuple[float, ...]) -> Weights:
     bad = [f"{a}={w!r}" for a, w in zip(AXIS_ORDER, weights, strict=True) if not math.isfinite(w) or w < 0]
     if bad:
         raise ConfigError(f"{option}: weights must be finite and >= 0 ({', '.join(bad)})")
-    if sum(weights) <= 0:
+    if max(weights) <= 0:
         raise ConfigError(f"{option}: weights sum to 0; at least one of {','.join(AXIS_ORDER)} must be > 0")
     return (weights[0], weights[1], weights[2], weights[3])
 

@@ -13,13 +13,9 @@ from dataclasses import dataclass
 
 from argus_eval.advisor.constraints import AXIS_ORDER, Weights
 from argus_eval.advisor.view import Interval, ModelView, RunView
+from argus_eval.results_model.weights import normalised
 
 POINT_TIE = 1e-9
-
-
-def normalised(weights: dict[str, float]) -> dict[str, float]:
-    total = sum(weights.values())
-    return {a: w / total for a, w in weights.items()}
 
 
 @dataclass(frozen=True)
@@ -59,8 +55,7 @@ def score(model: ModelView, p: float | None, w: Weighting) -> Score:
     used = {a: wt for a, wt in w.weights.items() if wt > 0 and terms[a] is not None}
     if not used:
         return Score(None, left_out)
-    total = sum(used.values())
-    return Score(sum(wt / total * float(terms[a] or 0.0) for a, wt in used.items()), left_out)
+    return Score(sum(wt * float(terms[a] or 0.0) for a, wt in normalised(used).items()), left_out)
 
 
 @dataclass(frozen=True)

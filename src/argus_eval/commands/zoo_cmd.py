@@ -92,16 +92,24 @@ def _shipped(name: str | None) -> list[str]:
 
 
 def train_zoo(
-    name: str | None, seconds: float | None, seed: int | None, out: Path | None, console: Console
+    name: str | None,
+    seconds: float | None,
+    seed: int | None,
+    out: Path | None,
+    console: Console,
+    install: bool = False,
 ) -> None:
-    """Train one zoo model (or all, in order), printing each one's time."""
-    from argus_eval.zoo.training.build import build
+    """Train one zoo model (or all, in order), printing each one's time. Every output folder is checked
+    before the first training starts; install replaces the shipped checkpoints and manifest entries."""
+    from argus_eval.zoo.training.build import build, writable
 
     names = _names(name)
+    for n in names:
+        writable(_eval_dir(out, n))  # all of them first: the last model must not fail after hours
     start = time.perf_counter()
     for n in names:
         t0 = time.perf_counter()
-        entry = build(n, _eval_dir(out, n), seed=seed, seconds=seconds, log=_log(console))
+        entry = build(n, _eval_dir(out, n), seed=seed, seconds=seconds, log=_log(console), install=install)
         console.print(
             f"zoo:{n}: {time.perf_counter() - t0:.0f} s (training {entry['training']['seconds']} s, "
             f"{entry['training']['steps']} steps)"

@@ -34,6 +34,7 @@ from PIL import Image
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
 from argus_eval.models.api_refusal import refusal
+from argus_eval.models.options import ApiOptions, check_options
 from argus_eval.models.protocols import GENERATE, ModelInfo
 from argus_eval.models.secrets import redact_text, redact_url, url_secrets
 from argus_eval.models.spec import ModelConfig
@@ -55,20 +56,21 @@ class OpenAICompatibleModel:
         url, sep, model_name = target.partition("#")
         if not sep or not model_name or not url.startswith(("http://", "https://")):
             raise ModelLoadError(
-                f"model {cfg.spec!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME"
+                f"model {cfg.spec!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME", key="spec"
             )
-        opts = cfg.options
+        check_options(cfg.name, cfg.spec, cfg.options)  # as the config did (a copied config skips it)
+        opts = ApiOptions.model_validate(cfg.options)
         self.base_url = url.rstrip("/")
         self.endpoint = f"{self.base_url}/chat/completions"
         self.model_name = model_name
-        self.concurrency = max(1, int(opts.get("concurrency", 8)))
-        self.timeout_s = float(opts.get("timeout_s", 60.0))
-        self.max_retries = max(0, int(opts.get("max_retries", 1)))
-        self.backoff_s = float(opts.get("backoff_s", 0.5))
-        self.max_wait_s = float(opts.get("max_wait_s", 60.0))
-        self._key_env = str(opts.get("api_key_env", "OPENAI_API_KEY"))
-        self.extra_body: dict[str, Any] = dict(opts.get("extra_body", {}))
-        self.max_answer_chars = max(1, int(opts.get("max_answer_chars", 4000)))
+        self.concurrency = opts.concurrency
+        self.timeout_s = opts.timeout_s
+        self.max_retries = opts.max_retries
+        self.backoff_s = opts.backoff_s
+        self.max_wait_s = opts.max_wait_s
+        self._key_env = opts.api_key_env
+        self.extra_body: dict[str, Any] = dict(opts.extra_body)
+        self.max_answer_chars = opts.max_answer_chars
         self.answers_cut = 0  # answers longer than max_answer_chars, cut to it
         self.max_new_tokens_cap = cfg.max_new_tokens
         self._url_secrets = url_secrets(self.base_url, with_basic_auth=True)

@@ -12,8 +12,6 @@ from typing import Any
 _HASHED_SUFFIXES = frozenset(
     {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz"}
 )
-# Options that change how a model is called but never what it answers.
-RUNTIME_ONLY_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "backoff_s", "api_key_env"})
 
 _file_cache: dict[tuple[str, int, int], str] = {}
 _lock = threading.Lock()
@@ -49,11 +47,12 @@ def dir_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def output_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The options that can change a model's answers, with file paths replaced by their content hash."""
+def output_options(options: dict[str, Any], call_only: frozenset[str]) -> dict[str, Any]:
+    """The options that can change a model's answers (all but its scheme's call-only ones), with file
+    paths replaced by their content hash."""
     out: dict[str, Any] = {}
     for k, v in sorted(options.items()):
-        if k in RUNTIME_ONLY_OPTIONS:
+        if k in call_only:
             continue
         if isinstance(v, str) and Path(v).is_file():
             v = {"file_sha256": file_digest(Path(v))}

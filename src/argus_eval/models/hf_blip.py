@@ -121,8 +121,10 @@ class BlipCaptionAdapter(_BlipBase):
     def generate(
         self, images: Sequence[ImageArray], prompts: Sequence[str], max_new_tokens: int
     ) -> list[str]:
-        """Only the continuation after the prefix is returned (the prefix itself is the task's)."""
+        """Only the continuation after the prefix is returned (the prefix itself is the task's); config
+        max_new_tokens, when set, caps the task's value."""
         n = check_lengths(images, prompts)
+        max_new_tokens = self.new_tokens(max_new_tokens)
         out = [""] * n
         for idx in self._length_groups(prompts):
             px = self._pixels([images[i] for i in idx])
@@ -152,8 +154,9 @@ class BlipVqaAdapter(_BlipBase):
     def generate(
         self, images: Sequence[ImageArray], prompts: Sequence[str], max_new_tokens: int
     ) -> list[str]:
-        """One answer string per (image, question)."""
+        """One answer string per (image, question); config max_new_tokens, when set, caps the task's."""
         n = check_lengths(images, prompts)
+        max_new_tokens = self.new_tokens(max_new_tokens)
         out = [""] * n
         for idx in self._length_groups(prompts):
             px = self._pixels([images[i] for i in idx])
@@ -190,7 +193,8 @@ def load_blip(req: LoadRequest) -> _BlipBase:
     if not archs:
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: BLIP architectures {req.hf_config.get('architectures')} not supported; "
-            f"expected one of {sorted(BLIP_HEADS)}"
+            f"expected one of {sorted(BLIP_HEADS)}",
+            key="spec",
         )
     tf = hf_module()
     kw = req.pretrained_kwargs()

@@ -57,7 +57,9 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError("device 'cuda' was requested but torch sees no CUDA device; use 'cpu' or 'auto'")
+        raise ModelLoadError(
+            "device 'cuda' was requested but torch sees no CUDA device; use 'cpu' or 'auto'", key="device"
+        )
     return torch.device(device)
 
 
@@ -100,7 +102,11 @@ def call_pretrained(req: LoadRequest, what: str, fn: Callable[[], T]) -> T:
         raise
     except Exception as e:  # transformers raises OSError, ValueError, KeyError, ... for broken checkpoints
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelLoadError(f"model {req.cfg.spec!r}: cannot load {what} from {req.source}: {msg}") from e
+        # the setting to fix: remote code the checkpoint needs, a revision the hub lacks, else the spec
+        key = next((k for k in ("trust_remote_code", "revision") if k in str(e)), "spec")
+        raise ModelLoadError(
+            f"model {req.cfg.spec!r}: cannot load {what} from {req.source}: {msg}", key=key
+        ) from e
 
 
 def check_lengths(*seqs: Sequence[Any]) -> int:
@@ -122,6 +128,7 @@ class HFAdapterBase:
         self.device = resolve_device(req.cfg.device)
         self.dtype = resolve_dtype(req.cfg.dtype, self.device)
         self.batch_size = req.cfg.batch_size
+        self.max_new_tokens_cap = req.cfg.max_new_tokens  # the config's cap on every generation
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
         self.forward_calls = 0
         self.info = ModelInfo(
@@ -135,6 +142,11 @@ class HFAdapterBase:
             params=sum(p.numel() for p in model.parameters()),
             extra=dict(req.extra),
         )
+
+    def new_tokens(self, max_new_tokens: int) -> int:
+        """The task's max_new_tokens under the model config's cap (when it sets one)."""
+        cap = self.max_new_tokens_cap
+        return max_new_tokens if cap is None else min(max_new_tokens, cap)
 
     def to_device(self, batch: Any) -> dict[str, Any]:
         """Move a processor output to the model's device; floating tensors to the model's dtype."""

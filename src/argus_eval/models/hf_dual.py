@@ -44,7 +44,9 @@ class DualEncoderAdapter(HFAdapterBase):
 
     Every text and image is embedded once per loaded model (embed_memo), in forwards of exactly
     batch_size rows and with each text padded to a width set by its own length, so a vector does not
-    depend on its batch."""
+    depend on its batch. A text is memoised by the tokens the tower sees (after truncation), so texts
+    that differ only past the tower's length share one vector: their tie stays exact, and which of them
+    an argmax picks never depends on the float noise of where each sat in a forward."""
 
     def __init__(self, req: LoadRequest, model: torch.nn.Module, processor: Any) -> None:
         super().__init__(req, model, frozenset({EMBED, SCORE_PAIRS}))
@@ -56,6 +58,7 @@ class DualEncoderAdapter(HFAdapterBase):
         self._max_text = int(getattr(text_cfg, "max_position_embeddings", 64))
         self._fixed_length = req.family in _FULL_LENGTH_FAMILIES
         self._texts: EmbeddingMemo[str] = EmbeddingMemo(self._embed_texts)
+        self._token_keys: dict[str, tuple[int, ...]] = {}  # text -> the token ids the tower sees
         self._images: EmbeddingMemo[ImageArray] = EmbeddingMemo(self._embed_images)
 
     def embed_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
@@ -64,7 +67,17 @@ class DualEncoderAdapter(HFAdapterBase):
 
     def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """(n, d) L2-normalised float32 text embeddings; a text seen before is not re-encoded."""
-        return self._texts.lookup(list(texts), texts)
+        return self._texts.lookup(self._tokens_of(texts), texts)
+
+    def _tokens_of(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """Each text's token ids as the tower sees them (truncated to its length), tokenized once."""
+        new = sorted({t for t in texts if t not in self._token_keys})
+        if new:
+            ids = self.processor.tokenizer(new, truncation=True, max_length=self._max_text)["input_ids"]
+            if len(self._token_keys) + len(new) > 200_000:  # bounded like the memo itself
+                self._token_keys.clear()
+            self._token_keys.update((t, tuple(i)) for t, i in zip(new, ids, strict=True))
+        return [self._token_keys[t] for t in texts]
 
     @torch.inference_mode()
     def _embed_images(self, images: list[ImageArray]) -> NDArray[np.float32]:
@@ -133,7 +146,8 @@ def load_dual_encoder(req: LoadRequest) -> DualEncoderAdapter:
     model = call_pretrained(req, "model", lambda: tf.AutoModel.from_pretrained(req.source, **kw))
     if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
         raise ModelLoadError(
-            f"model {req.cfg.spec!r}: {type(model).__name__} has no get_image_features/get_text_features"
+            f"model {req.cfg.spec!r}: {type(model).__name__} has no get_image_features/get_text_features",
+            key="spec",
         )
     processor = call_pretrained(req, "processor", lambda: tf.AutoProcessor.from_pretrained(req.source, **kw))
     return DualEncoderAdapter(req, model, processor)

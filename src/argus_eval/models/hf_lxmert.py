@@ -26,6 +26,7 @@ from argus_eval.models.hf_common import (
     check_lengths,
     hf_module,
 )
+from argus_eval.models.options import LocalOptions
 from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
 from argus_eval.models.regions import (
     CONFIG_KEY,
@@ -128,17 +129,21 @@ LXMERT_HEADS: dict[str, Callable[[dict[str, Any]], frozenset[str]]] = {
 
 
 def _region_provider(req: LoadRequest) -> RegionFeatureProvider:
-    opt = req.cfg.options.get("region_features")
+    opt = LocalOptions.model_validate(req.cfg.options).region_features  # checked with the config
     if isinstance(opt, str) and opt in REGION_PROVIDERS:
         return REGION_PROVIDERS.get(opt)()
     if opt:
-        return load_precomputed(Path(str(opt)))
+        try:
+            return load_precomputed(Path(str(opt)))
+        except ModelLoadError as e:
+            raise ModelLoadError(str(e), key="options.region_features") from None
     stored = req.hf_config.get(CONFIG_KEY)
     if isinstance(stored, dict):
         return provider_from_config(stored)
     raise ModelLoadError(
         f"model {req.cfg.spec!r}: LXMERT needs region features; set options.region_features to an "
-        f"npz/h5/tsv file of detector features, or a provider: {', '.join(REGION_PROVIDERS.names())}"
+        f"npz/h5/tsv file of detector features, or a provider: {', '.join(REGION_PROVIDERS.names())}",
+        key="options.region_features",
     )
 
 
@@ -148,14 +153,16 @@ def load_lxmert(req: LoadRequest) -> LxmertAdapter:
     if not archs:
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: LXMERT architectures {req.hf_config.get('architectures')} "
-            f"not supported; expected one of {sorted(LXMERT_HEADS)}"
+            f"not supported; expected one of {sorted(LXMERT_HEADS)}",
+            key="spec",
         )
     regions = _region_provider(req)
     want = int(req.hf_config.get("visual_feat_dim", regions.feature_dim))
     if regions.feature_dim != want:
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: region features have dimension {regions.feature_dim}, "
-            f"the checkpoint expects visual_feat_dim {want}"
+            f"the checkpoint expects visual_feat_dim {want}",
+            key="options.region_features",
         )
     tf = hf_module()
     kw = req.pretrained_kwargs()

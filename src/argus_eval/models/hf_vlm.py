@@ -51,7 +51,6 @@ class VLMAdapter(HFAdapterBase):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.max_new_tokens_cap = req.cfg.max_new_tokens
         self._keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._continuations: dict[tuple[str, str], list[int] | None] = {}
         self._context_ids: dict[str, list[int]] = {}
@@ -94,8 +93,7 @@ class VLMAdapter(HFAdapterBase):
     ) -> list[str]:
         """Greedy answers (new tokens only); config max_new_tokens, when set, caps the task's value."""
         n = check_lengths(images, prompts)
-        if self.max_new_tokens_cap is not None:
-            max_new_tokens = min(max_new_tokens, self.max_new_tokens_cap)
+        max_new_tokens = self.new_tokens(max_new_tokens)
         out: list[str] = []
         pad_id = self.tokenizer.pad_token_id
         for sl in batches(n, self.batch_size):
@@ -273,7 +271,8 @@ def load_vlm(req: LoadRequest) -> VLMAdapter:
     if not getattr(processor, "chat_template", None) or not hasattr(processor, "tokenizer"):
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: processor at {req.source} has no chat template or tokenizer; "
-            "a generative VLM needs both"
+            "a generative VLM needs both",
+            key="spec",
         )
     model = call_pretrained(
         req, "model", lambda: tf.AutoModelForImageTextToText.from_pretrained(req.source, **kw)

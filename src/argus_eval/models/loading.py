@@ -15,6 +15,7 @@ from typing import Any
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models import fingerprint as fp
 from argus_eval.models.hf_common import LoadRequest
+from argus_eval.models.options import call_only_options
 from argus_eval.models.presets import PRESETS, Preset
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
@@ -49,7 +50,8 @@ def zoo_dir(name: str) -> Path:
     d = ZOO_ROOT / name
     if not (d / "config.json").is_file():
         raise ModelLoadError(
-            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it"
+            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it",
+            key="spec",
         )
     return d
 
@@ -68,7 +70,8 @@ def _preset(cfg: ModelConfig) -> Preset:
     except UnknownNameError as e:
         raise ModelLoadError(
             f"model {cfg.spec!r} names nothing loadable: not a preset and no scheme "
-            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}"
+            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}",
+            key="spec",
         ) from None
 
 
@@ -79,17 +82,22 @@ def _looks_like_path(target: str) -> bool:
 def _read_local_config(cfg: ModelConfig, d: Path) -> dict[str, Any]:
     cfg_file = d / "config.json"
     if not cfg_file.is_file():
-        raise ModelLoadError(f"model {cfg.spec!r}: {d} has no config.json; not a Hugging Face checkpoint")
+        raise ModelLoadError(
+            f"model {cfg.spec!r}: {d} has no config.json; not a Hugging Face checkpoint", key="spec"
+        )
     if not any(next(d.glob(p), None) for p in WEIGHT_PATTERNS):
         raise ModelLoadError(
             f"model {cfg.spec!r}: {d} has no weight files ({', '.join(WEIGHT_PATTERNS)}); "
             "the checkpoint is incomplete (its config.json alone sizes it: "
-            f"argus profile --size-only -m hf:{d})"
+            f"argus profile --size-only -m hf:{d})",
+            key="spec",
         )
     try:
         data: dict[str, Any] = json.loads(cfg_file.read_text())
     except (OSError, ValueError) as e:
-        raise ModelLoadError(f"model {cfg.spec!r}: {cfg_file} is not readable JSON ({e})") from None
+        raise ModelLoadError(
+            f"model {cfg.spec!r}: {cfg_file} is not readable JSON ({e})", key="spec"
+        ) from None
     return data
 
 
@@ -102,7 +110,9 @@ def _read_hub_config(cfg: ModelConfig, repo_id: str) -> dict[str, Any]:
     except Exception as e:  # offline, unknown repo, gated repo: all mean "cannot load"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelLoadError(
-            f"model {cfg.spec!r}: {repo_id!r} is neither a local directory nor a reachable hub repo ({first})"
+            f"model {cfg.spec!r}: {repo_id!r} is neither a local directory nor a reachable hub repo "
+            f"({first})",
+            key="spec",
         ) from None
     return data
 
@@ -121,7 +131,7 @@ def _hf_target(cfg: ModelConfig, target: str) -> tuple[str, bool]:
     if p.is_dir():
         return str(p.resolve()), True
     if _looks_like_path(target):
-        raise ModelLoadError(f"model {cfg.spec!r}: directory {p} does not exist")
+        raise ModelLoadError(f"model {cfg.spec!r}: directory {p} does not exist", key="spec")
     return target, False
 
 
@@ -168,15 +178,20 @@ def load_model(cfg: ModelConfig) -> Model:
 def model_fingerprint(cfg: ModelConfig) -> str:
     """Identity of a model's answers, without loading it.
 
-    Local directory: sha256 of its files; hub id: id + revision; api: url + model name; plus dtype and
-    the output-relevant options.
+    Local directory: sha256 of its files; hub id: id + revision; api: url + model name; plus dtype,
+    max_new_tokens, trust_remote_code and every option but the scheme's call-only ones. Not in it: where
+    the model runs (device) and how inputs are batched (batch_size): every adapter answers the same at
+    any batch size (tests/test_batch_invariance_*.py), so a record computed at one serves the other.
     """
     scheme, target = _split(cfg.spec)
     if scheme == "preset":
         return model_fingerprint(cfg.model_copy(update={"spec": _preset(cfg).spec}))
-    parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": fp.output_options(cfg.options)}
+    options = fp.output_options(cfg.options, call_only_options(cfg.spec))
+    parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": options}
     if cfg.max_new_tokens is not None:  # caps every generation, so it changes answers
         parts["max_new_tokens"] = cfg.max_new_tokens
+    if cfg.trust_remote_code:  # the checkpoint's own code runs instead of transformers' class
+        parts["trust_remote_code"] = True
     if scheme == "zoo":
         parts["files"] = fp.dir_digest(zoo_dir(target))
     elif scheme == "hf":
@@ -188,7 +203,8 @@ def model_fingerprint(cfg: ModelConfig) -> str:
     elif scheme == "api":
         url, _, name = target.partition("#")
         parts["api"] = {"url": url.rstrip("/"), "model": name}
-        parts.pop("dtype")
+        parts.pop("dtype")  # a served model: neither is ours to set
+        parts.pop("trust_remote_code", None)
     else:  # a plugin scheme: its target string is all we know without loading
         parts["target"] = target
     return fp.combine(parts)

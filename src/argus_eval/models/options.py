@@ -1,31 +1,70 @@
-"""The options each model scheme reads: a config's unknown option is an error listing the valid ones,
-never a value silently carried into results (an api_key put under options by mistake, say).
+"""The options each model scheme reads, typed: a config's unknown option is an error listing the valid ones,
+never a value silently carried into results (an api_key put under options by mistake, say), and a value
+of the wrong type (`concurrency: true`, `max_answer_chars: 2.5`) is an error naming the option.
+
+Each scheme's options model also says which of its options are call-only (how a model is called, never
+what it answers): those stay out of the model fingerprint (models/fingerprint.py), every other one is in it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from argus_eval.errors import ConfigError
 
-# Read by the OpenAI-compatible adapter (models/api.py).
-API_OPTIONS = frozenset(
-    {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_wait_s", "api_key_env", "extra_body",
-     "max_answer_chars"}
-)  # fmt: skip
-# Read by the local adapters (LXMERT's region features); hf and zoo checkpoints share the loaders.
-LOCAL_OPTIONS = frozenset({"region_features"})
 
-# scheme -> option names; a plugin scheme that registers nothing validates its own options.
-OPTIONS_BY_SCHEME: dict[str, frozenset[str]] = {"api": API_OPTIONS, "hf": LOCAL_OPTIONS, "zoo": LOCAL_OPTIONS}
+class SchemeOptions(BaseModel):
+    """Options one model scheme reads (a model entry's `options`); strict, closed, frozen."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-def register_options(scheme: str, names: Iterable[str]) -> None:
-    """Declare the options a (plugin) scheme reads, so that others are rejected."""
-    OPTIONS_BY_SCHEME[scheme] = frozenset(names)
+    # Options that change how a model is called (timeouts, waits, concurrency, retries, where its key is
+    # read from), never what it answers: changing one recomputes nothing.
+    call_only: ClassVar[frozenset[str]] = frozenset()
 
 
-def _scheme(spec: str) -> str | None:
+class ApiOptions(SchemeOptions):
+    """Read by the OpenAI-compatible adapter (models/api.py); the defaults are its own."""
+
+    concurrency: StrictInt = Field(default=8, ge=1, description="Requests in flight at once.")
+    timeout_s: StrictFloat = Field(default=60.0, gt=0, description="Seconds one request may take.")
+    max_retries: StrictInt = Field(default=1, ge=0, description="Retries of a failed request.")
+    backoff_s: StrictFloat = Field(default=0.5, ge=0, description="First wait between retries.")
+    max_wait_s: StrictFloat = Field(default=60.0, ge=0, description="Longest Retry-After honoured.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable of the API key.")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="Sent with every request.")
+    max_answer_chars: StrictInt = Field(default=4000, ge=1, description="Longer answers are cut.")
+
+    call_only = frozenset(
+        {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_wait_s", "api_key_env"}
+    )
+
+
+class LocalOptions(SchemeOptions):
+    """Read by the local adapters (LXMERT's region features); hf and zoo checkpoints share the loaders."""
+
+    region_features: str | None = Field(
+        default=None, description="A region-feature file (npz/h5/tsv), 'grid' or 'segments' (LXMERT)."
+    )
+
+
+# scheme -> its options model; a plugin scheme that registers none validates its own options.
+OPTIONS_BY_SCHEME: dict[str, type[SchemeOptions]] = {
+    "api": ApiOptions,
+    "hf": LocalOptions,
+    "zoo": LocalOptions,
+}
+
+
+def register_options(scheme: str, options: type[SchemeOptions]) -> None:
+    """Declare the options model of a (plugin) scheme, so that other options are rejected."""
+    OPTIONS_BY_SCHEME[scheme] = options
+
+
+def scheme_of(spec: str) -> str | None:
+    """The scheme a spec (or the preset it names) loads through; None for a spec that names nothing."""
     scheme, sep, _ = spec.partition(":")
     if sep and scheme.isidentifier():
         return scheme
@@ -33,22 +72,38 @@ def _scheme(spec: str) -> str | None:
     from argus_eval.models.presets import PRESETS  # lazy: presets import the model wing
 
     try:
-        return _scheme(PRESETS.get(spec).spec)
+        return scheme_of(PRESETS.get(spec).spec)
     except UnknownNameError:
         return None  # not a preset: loading names the bad spec
 
 
-def check_options(name: str, spec: str, options: Iterable[str]) -> None:
-    """ConfigError naming the model, its unknown option keys and the valid ones."""
-    scheme = _scheme(spec)
-    allowed = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
-    if allowed is None:
+def call_only_options(spec: str) -> frozenset[str]:
+    """The options of spec's scheme that stay out of its fingerprint (none for an unknown scheme)."""
+    scheme = scheme_of(spec)
+    model = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
+    return model.call_only if model is not None else frozenset()
+
+
+def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
+    """ConfigError naming the model and its unknown option keys (with the valid ones), or the option whose
+    value has the wrong type or range."""
+    scheme = scheme_of(spec)
+    model = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
+    if model is None:
         return
-    unknown = sorted(set(options) - allowed)
+    allowed = sorted(model.model_fields)
+    unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ConfigError(
             f"model {name!r}: unknown option(s) {', '.join(unknown)} for {scheme}: models; "
-            f"valid options: {', '.join(sorted(allowed)) or 'none'}"
+            f"valid options: {', '.join(allowed) or 'none'}"
             + (" (an API key belongs in the environment variable named by api_key_env)"
-               if scheme == "api" else "")
+               if scheme == "api" else ""),
+            key=f"options.{unknown[0]}",
         )  # fmt: skip
+    try:
+        model.model_validate(options)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"model {name!r}: options.{where}: {err['msg']}", key=f"options.{where}") from None

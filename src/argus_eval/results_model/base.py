@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, Strict
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, Strict
 from pydantic_core import PydanticCustomError
 
 
@@ -27,6 +27,34 @@ def _number(value: Any) -> float | int:
 
 Number = Annotated[float | int, PlainValidator(_number)]
 """A finite JSON number, kept as written (an int stays an int); missing values are null, never NaN."""
+
+
+def _within(low: float, high: float, what: str) -> PlainValidator:
+    def check(value: Any) -> float | int:
+        x = _number(value)
+        if not low <= x <= high:
+            raise PydanticCustomError(
+                "out_of_range",
+                "Input should be in [{low}, {high}] ({what}), got {x}",
+                {"low": f"{low:g}", "high": f"{high:g}", "what": what, "x": repr(x)},
+            )
+        return x
+
+    return PlainValidator(check)
+
+
+Score = Annotated[float | int, _within(0.0, 1.0, "a score, share or probability")]
+"""A number in [0, 1]: a cell's primary score, an axis value, a chance level, a share P(A beats B), a
+retention ratio. A results.json holding 5.0 or 1e300 there was edited or broken, and loading says so."""
+
+Signed = Annotated[float | int, _within(-1.0, 1.0, "a difference of scores or a rank correlation")]
+"""A number in [-1, 1]: Kendall's tau, a reliance (clean minus control score)."""
+
+Measured = Annotated[float | int, _within(0.0, math.inf, "a measured amount")]
+"""A number >= 0: a latency, a throughput, a memory size, a weight."""
+
+Count = Annotated[int, Strict(), Field(ge=0)]
+"""A whole number >= 0 (samples, resamples)."""
 
 
 def _json(value: Any) -> Any:
@@ -50,6 +78,12 @@ Json = Annotated[Any, PlainValidator(_json)]
 
 Interval = Annotated[tuple[Number, Number], Strict(False)] | None
 """A bootstrap percentile interval [low, high], or null without resamples (JSON lists become tuples)."""
+
+ScoreInterval = Annotated[tuple[Score, Score], Strict(False)] | None
+"""An Interval of a Score: both ends in [0, 1]."""
+
+SignedInterval = Annotated[tuple[Signed, Signed], Strict(False)] | None
+"""An Interval of a Signed number: both ends in [-1, 1]."""
 
 ModelPair = Annotated[tuple[str, str], Strict(False)]
 """Two model names (a JSON list of two)."""

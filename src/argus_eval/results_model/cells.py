@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from argus_eval.results_model.base import Block, Json, Number
+from argus_eval.results_model.base import Block, Count, Json, Score
 
 
 class CellSummary(Block):
@@ -17,21 +17,21 @@ class CellSummary(Block):
     condition: str
     protocol: str
     native_protocol: bool
-    samples: int
-    scored: int
-    failed: int
+    samples: Count
+    scored: Count
+    failed: Count
     failure_reasons: list[str]
-    primary: Number | None
+    primary: Score | None
     metrics: dict[str, Json]
     undefined_reason: str | None = None
-    chance: Number | None = None
+    chance: Score | None = None
     chance_basis: str | None = None
     breakdown: dict[str, Json] | None = None
     checkpoint: str | None = None
     model_fingerprint: str | None = None
     # Generative cells only (tasks/answers.py): the share of answers in the form the question asks for,
     # how many there were, and how many had chat-template tokens removed.
-    answer_format_rate: Number | None = None
+    answer_format_rate: Score | None = None
     answers_parsed: int | None = None
     template_cleaned: int | None = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from argus_eval.results_model.base import Block, Json, Number
+from argus_eval.results_model.base import Block, Json, Measured
 
 
 class Fingerprint(Block):
@@ -43,16 +43,16 @@ class Projection(Block):
     device: str
     dtype: str
     source: str
-    memory_bound_ms: Number
+    memory_bound_ms: Measured
     fits_in_memory: bool
     weights_bytes: int
-    device_memory_bytes: Number
-    compute_bound_ms: Number | None
-    latency_ms: Number | None
+    device_memory_bytes: Measured
+    compute_bound_ms: Measured | None
+    latency_ms: Measured | None
     bound: str | None
     note: str | None = None
     compute_dtype: str | None = None
-    peak_flops_per_s: Number | None = None
+    peak_flops_per_s: Measured | None = None
     peak_basis: str | None = None
     passes: int | None = None
     weight_bytes_read: int | None = None
@@ -61,10 +61,10 @@ class Projection(Block):
 class EfficiencyBlock(Block):
     """Measured efficiency of one model on one hardware fingerprint, with its device projections."""
 
-    latency_ms_p50: Number
-    latency_ms_p95: Number
-    throughput_per_s: Number
-    peak_memory_mb: Number
+    latency_ms_p50: Measured
+    latency_ms_p95: Measured
+    throughput_per_s: Measured
+    peak_memory_mb: Measured
     flops_per_sample: int | None
     params: int | None
     fingerprint: Fingerprint
@@ -75,8 +75,8 @@ class EfficiencyBlock(Block):
 class TrialBlock(Block):
     """One timing trial: latency per sample, throughput, and the round it ran in."""
 
-    latency_ms: Number
-    throughput_per_s: Number
+    latency_ms: Measured
+    throughput_per_s: Measured
     round: int
 
 
@@ -88,10 +88,10 @@ class TaskTimingBlock(Block):
     protocol: str
     trials: list[TrialBlock]
     failed_trials: int
-    latency_ms_median: Number | None
-    throughput_per_s_median: Number | None
-    latency_spread: Number | None
-    memory_mb: Number | None
+    latency_ms_median: Measured | None
+    throughput_per_s_median: Measured | None
+    latency_spread: Measured | None
+    memory_mb: Measured | None
     memory_basis: str
     flops_per_sample: int | None
     params: int | None
@@ -102,7 +102,7 @@ class TaskTimingBlock(Block):
 class TimingNoise(Block):
     """The run's timing noise: the median relative latency spread across trials, and how it is computed."""
 
-    median_latency_spread: Number | None
+    median_latency_spread: Measured | None
     basis: str
 
 

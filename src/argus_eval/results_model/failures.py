@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from argus_eval.results_model.base import Block, Number
+from argus_eval.results_model.base import Block, Score
 
 BASIS = (
     "share = (failed + not run) / samples over all of a model's cells; a model that could not load "
@@ -20,7 +20,7 @@ class ModelFailures(Block):
     scored: int
     failed: int
     not_run: int
-    share: Number
+    share: Score
     reasons: list[str]  # a few distinct reasons, failures first, then why cells did not run
 
 

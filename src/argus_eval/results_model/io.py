@@ -8,6 +8,7 @@ and exits 2. A file of schema version 1 is read by upgrading it: version 2 only 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"it holds {name}, which results.json never does (every number is finite or null)")
 
 
-def _where(loc: tuple[int | str, ...]) -> str:
+def key_path(loc: Sequence[int | str]) -> str:
+    """A validation error's location as a key path: ("models", 0, "P") -> "models[0].P"."""
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -48,7 +50,7 @@ def field_error(e: ValidationError) -> str:
     """The first error of a validation as "json.path[0].field: what is wrong" (and how many more)."""
     errors = e.errors(include_url=False)
     first = errors[0]
-    where = _where(tuple(first["loc"]))
+    where = key_path(first["loc"])
     head = f"{where}: {first['msg']}" if where else str(first["msg"])
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return head + more

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from argus_eval.results_model.base import Block, Interval, Json, Number
+from argus_eval.results_model.base import Block, Count, Json, Score, ScoreInterval, Signed, SignedInterval
 
 
 class Control(Block):
@@ -10,17 +10,17 @@ class Control(Block):
 
     condition: str
     skipped: str | None = None
-    score: Number | None = None
-    reliance: Number | None = None
-    interval: Interval = None
-    same_prediction: Number | None = None
-    same_prediction_interval: Interval = None
+    score: Score | None = None
+    reliance: Signed | None = None  # clean minus control score
+    interval: SignedInterval = None
+    same_prediction: Score | None = None
+    same_prediction_interval: ScoreInterval = None
 
 
 class BlindBaseline(Block):
     """The task's answer prior scored like the model (same samples and scheme), or why it is skipped."""
 
-    score: Number | None = None
+    score: Score | None = None
     skipped: str | None = None
     metrics: dict[str, Json] | None = None
     answered_by: dict[str, int] | None = None
@@ -33,8 +33,8 @@ class RelianceEntry(Block):
 
     task: str
     dataset: str
-    n_samples: int | None = None
-    clean: Number | None = None
+    n_samples: Count | None = None
+    clean: Score | None = None
     controls: dict[str, Control]
     blind_baseline: BlindBaseline | None = None
 

@@ -9,7 +9,18 @@ from typing import Protocol, TypeVar
 from pydantic import ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from argus_eval.results_model.base import Block, Interval, Json, ModelPair, Number
+from argus_eval.results_model.base import (
+    Block,
+    Count,
+    Json,
+    Measured,
+    ModelPair,
+    Number,
+    Score,
+    ScoreInterval,
+    Signed,
+    SignedInterval,
+)
 from argus_eval.results_model.efficiency import EfficiencyBlock
 
 
@@ -28,14 +39,14 @@ class AxisDetail(Block):
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, Json] = Field(init=False)
 
-    per_task: dict[str, Number | None] | None = None
+    per_task: dict[str, Score | None] | None = None
 
 
 class RetentionIntervals(Block):
     """Bootstrap intervals of a perturbed cell's retention and flip rate (absent without resamples)."""
 
-    retention: Interval = None
-    flip_rate: Interval = None
+    retention: ScoreInterval = None
+    flip_rate: ScoreInterval = None
 
 
 class Retention(Block):
@@ -46,10 +57,10 @@ class Retention(Block):
     condition: str
     perturbation: str | None = None
     severity: int | None = None
-    clean: Number | None
-    perturbed: Number | None
-    retention: Number | None
-    flip_rate: Number | None
+    clean: Score | None
+    perturbed: Score | None
+    retention: Score | None
+    flip_rate: Score | None
     intervals: RetentionIntervals
 
 
@@ -58,14 +69,14 @@ class ModelRow(Block):
     null when undefined), beside raw values, reasons, details, intervals, retention and severity curves."""
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, Number | None] = Field(init=False)
+    __pydantic_extra__: dict[str, Score | None] = Field(init=False)  # each axis's value, in [0, 1]
 
     raw: dict[str, Number | None]
     undefined: dict[str, str]
     detail: dict[str, AxisDetail]
-    intervals: dict[str, Interval]
+    intervals: dict[str, ScoreInterval]
     retention: list[Retention]
-    severity_curves: dict[str, dict[str, Number | None]]
+    severity_curves: dict[str, dict[str, Score | None]]
     efficiency: EfficiencyBlock | None
 
     def value(self, axis: str) -> float | None:
@@ -94,8 +105,8 @@ class ModelRow(Block):
 class ExtraScore(Block):
     """A cell's further official score (e.g. VCR's QA->R) on the same paired resamples as its primary."""
 
-    score: Number | None
-    interval: Interval
+    score: Score | None
+    interval: ScoreInterval
 
 
 class CellKeyFields(Block):
@@ -117,19 +128,19 @@ class ScorecardCell(CellKeyFields):
     """A cell's primary score on the samples its model scored in every condition of the cell's (task,
     dataset), with its interval; n_dropped: samples this cell scored that another condition did not."""
 
-    score: Number | None
-    n_samples: int
-    n_dropped: int
-    interval: Interval
-    chance: Number | None
+    score: Score | None
+    n_samples: Count
+    n_dropped: Count
+    interval: ScoreInterval
+    chance: Score | None
     extras: dict[str, ExtraScore] | None = None
 
 
 class BelowChance(CellKeyFields):
     """A clean cell at or below its chance level (counted in P, left out of CDC)."""
 
-    score: Number | None
-    chance: Number | None
+    score: Score | None
+    chance: Score | None
 
 
 class RankEntry(Block):
@@ -137,11 +148,11 @@ class RankEntry(Block):
 
     model: str
     rank: int | None
-    win_rate: Number | None
-    value: Number | None
+    win_rate: Score | None
+    value: Score | None
 
 
-Pairwise = dict[str, dict[str, dict[str, Number | None]]]
+Pairwise = dict[str, dict[str, dict[str, Score | None]]]
 """axis -> A -> B -> a share (P(A beats B)) or a head-to-head score h(A, B)."""
 
 
@@ -168,8 +179,8 @@ class Gap(Block):
     """The capability-reliability gap: the sentence, Kendall's tau and each model's rank shift."""
 
     sentence: str | None
-    kendall_tau: Number | None
-    kendall_tau_interval: Interval
+    kendall_tau: Signed | None
+    kendall_tau_interval: SignedInterval
     rank_shift: dict[str, int | None]
 
 
@@ -179,7 +190,7 @@ class Claim(Block):
     axis: str
     above: str
     below: str
-    p: Number | None
+    p: Score | None
 
 
 class Tie(Block):
@@ -187,7 +198,7 @@ class Tie(Block):
 
     axis: str
     models: ModelPair
-    p: Number | None
+    p: Score | None
     separate_by: str
 
 
@@ -210,7 +221,7 @@ class Incomplete(Block):
 
     axis: str
     models: ModelPair
-    p: Number | None
+    p: Score | None
     reason: str
     cells: list[ShortCell]
 
@@ -234,15 +245,15 @@ class ComparisonBlock(Block):
     """The head-to-head comparison of every pair of models (docs/comparisons.md)."""
 
     method: str
-    claim_confidence: Number
+    claim_confidence: Score
     claims: list[Claim]
     ties: list[Tie]
     not_comparable: list[NotComparable]
     head_to_head: Pairwise
-    win_rate: dict[str, dict[str, Number | None]]
+    win_rate: dict[str, dict[str, Score | None]]
     shared_parts: dict[str, dict[str, dict[str, int]]]
     # absent from files written before failures were separated per model
-    claim_min_scored: Number | None = None
+    claim_min_scored: Score | None = None
     incomplete: list[Incomplete] = Field(default_factory=list)
     common_samples: list[CommonSamples] = Field(default_factory=list)
     # absent from files written before the answer-format rule
@@ -283,9 +294,9 @@ def _of_pair(entries: Sequence[_E], a: str, b: str) -> list[_E]:
 class BootstrapBlock(Block):
     """How the intervals were made."""
 
-    resamples: int
+    resamples: Count
     seed: int
-    confidence: Number
+    confidence: Score
     notes: list[str]
 
 
@@ -295,13 +306,13 @@ class ScoringOptionsEcho(Block):
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, Json] = Field(init=False)
 
-    weights: dict[str, Number]
-    claim_confidence: Number
-    confidence: Number
-    resamples: int
+    weights: dict[str, Measured]
+    claim_confidence: Score
+    confidence: Score
+    resamples: Count
     seed: int
     # below it a clean generative cell makes no claim (absent in runs written before the rule)
-    min_format_rate: Number | None = None
+    min_format_rate: Score | None = None
 
 
 class ScorecardPart(Block):

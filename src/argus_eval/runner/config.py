@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from argus_eval.data.formats import FORMATS, DatasetOptions
@@ -22,6 +22,7 @@ from argus_eval.errors import ArgusError, ConfigError
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
+from argus_eval.results_model.io import key_path
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.tasks.base import TASKS, TaskOptions
 
@@ -33,17 +34,17 @@ class EfficiencyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = True
-    batch_size: int = Field(default=32, ge=1)
-    warmup: int = Field(default=2, ge=0)
-    repeats: int = Field(default=10, ge=1)
-    trials: int = Field(
+    enabled: StrictBool = True
+    batch_size: StrictInt = Field(default=32, ge=1)
+    warmup: StrictInt = Field(default=2, ge=0)
+    repeats: StrictInt = Field(default=10, ge=1)
+    trials: StrictInt = Field(
         default=5,
         ge=1,
         description="Timing trials per (model, task), interleaved across models; the bootstrap "
         "resamples them.",
     )
-    cpu_threads: int | None = Field(
+    cpu_threads: StrictInt | None = Field(
         default=1,
         ge=1,
         description="torch CPU threads while timing (restored after); 1 keeps figures from depending on "
@@ -57,7 +58,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = "argus-run"
-    seed: int = 0
+    seed: StrictInt = 0
     models: list[ModelConfig] = Field(min_length=1)
     datasets: list[dict[str, Any]] = Field(min_length=1)
     tasks: list[str | dict[str, Any]] = Field(
@@ -92,6 +93,8 @@ class RunConfig(BaseModel):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"model names must be unique; repeated: {sorted(dup)}")
+        for i, m in enumerate(v):  # so that a load error later names models[i] and the setting
+            m.place(f"models[{i}]")
         return v
 
     def resolve(self) -> RunSpec:
@@ -166,12 +169,12 @@ def _check_task_keys(models: Sequence[ModelConfig]) -> None:
     """ConfigError naming the model when a composite maps a name that is not a registered task."""
     import argus_eval.tasks.registry  # noqa: F401  (registers the built-in tasks)
 
-    for m in models:
+    for i, m in enumerate(models):
         for task, entry in (m.tasks or {}).items():
             if task not in TASKS:
                 raise ConfigError(
-                    f"model {m.name!r}: tasks.{task} ({redact_text(entry.spec)}): {task!r} is not a task; "
-                    f"map one of {', '.join(TASKS.names())}"
+                    f"models[{i}].tasks.{task} (model {m.name!r}, {redact_text(entry.spec)}): {task!r} is "
+                    f"not a task; map one of {', '.join(TASKS.names())}"
                 )
 
 
@@ -185,12 +188,32 @@ def _rooted(opts: DatasetOptions, root: Path | None) -> DatasetOptions:
     return opts.model_copy(update=updates) if updates else opts
 
 
-def _first_error(e: ValidationError) -> str:
+def _whose(parts: Sequence[int | str], data: Any) -> str:
+    """ " (model 'BLIP', task 'reasoning')" for a key under models[i] (and its tasks), else ""."""
+    if len(parts) < 2 or parts[0] != "models" or not isinstance(parts[1], int) or not isinstance(data, dict):
+        return ""
+    entries = data.get("models")
+    entry = entries[parts[1]] if isinstance(entries, list) and parts[1] < len(entries) else None
+    name = entry.get("name") if isinstance(entry, dict) else None
+    task = parts[3] if len(parts) > 3 and parts[2] == "tasks" else None
+    if not isinstance(name, str):
+        return ""
+    return f" (model {name!r}" + (f", task {task!r})" if task else ")")
+
+
+def _first_error(e: ValidationError, data: Any = None) -> str:
+    """The first error as "key.path[0].name: what is wrong (model ..., task ...)"; a validator that
+    knows the key deeper than where it runs puts it in ctx["key"]."""
     err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    parts: list[int | str] = list(err["loc"])
+    deeper = (err.get("ctx") or {}).get("key")
+    if isinstance(deeper, str):
+        parts += deeper.split(".")
+    loc = key_path(parts)
     if err["type"] == "extra_forbidden":
-        return f"unknown key {loc!r}"
-    return f"{loc}: {err['msg']}" if loc else str(err["msg"])
+        return f"unknown key {loc!r}" + _whose(parts, data)
+    whose = "" if str(err["msg"]).startswith("model ") else _whose(parts, data)  # else it names the model
+    return f"{loc}: {err['msg']}{whose}" if loc else str(err["msg"])
 
 
 def parse_config(data: Any, source: str) -> RunSpec:
@@ -200,7 +223,7 @@ def parse_config(data: Any, source: str) -> RunSpec:
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"{source}: {_first_error(e)}") from None
+        raise ConfigError(f"{source}: {_first_error(e, data)}") from None
     try:
         return cfg.resolve()
     except ArgusError as e:

@@ -30,7 +30,8 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
             capabilities=frozenset(p.capabilities),
             family=p.family,
         )
-    model = load_model(cfg)
+    with cfg.located():
+        model = load_model(cfg)
     try:
         return model.info
     finally:
@@ -68,7 +69,10 @@ def describe_plan(
                 skipped.append({"model": m.name, **_tasks_of(m, cfg.models), "reason": str(e)})
         return infos[key]
 
-    plan = build_plan(cfg.models, lambda m: "-", info, tasks, datasets, conditions)
+    # a first stage that cannot serve fails the dry run as it fails the run (a ConfigError naming it)
+    plan = build_plan(
+        cfg.models, lambda m: "-", info, tasks, datasets, conditions, helper_infos=_declared_info
+    )
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in plan.cells:
         key = (c.model.name, c.task.name, c.dataset.name)

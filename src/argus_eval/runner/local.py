@@ -75,9 +75,11 @@ class ModelPool:
         return self._loader
 
     def get(self, cfg: ModelConfig) -> Model:
+        """The loaded model of cfg; a load error names the model, task and key path of cfg's setting."""
         key = cfg.load_key()
         if key not in self._models:
-            self._models[key] = self._loader(cfg)
+            with cfg.located():
+                self._models[key] = self._loader(cfg)
         return self._models[key]
 
     def release(self, cfg: ModelConfig) -> None:
@@ -141,9 +143,15 @@ def swap_partners(
 
 
 def run_batch(
-    cell: Cell, model: Model, positions: Sequence[int], run_seed: int, ctx: ExecutionContext
+    cell: Cell,
+    model: Model,
+    positions: Sequence[int],
+    run_seed: int,
+    ctx: ExecutionContext,
+    helpers: Sequence[Model] = (),
 ) -> list[Record]:
-    """Prepare and infer one batch; undecodable samples and failed calls become failure records."""
+    """Prepare and infer one batch (helpers: the cell's helper models, loaded); undecodable samples and
+    failed calls become failure records."""
     records: list[Record] = []
     ready: list[Prepared] = []
     partners = swap_partners(cell, run_seed, ctx.partners)
@@ -158,9 +166,9 @@ def run_batch(
     if ready:
         t0 = time.perf_counter()
         try:
-            out = cell.task.infer(model, cell.protocol, ready, cell.dataset)
+            out = cell.task.infer(model, cell.protocol, ready, cell.dataset, helpers)
         except ModelCallError:
-            out = _one_by_one(cell, model, ready)
+            out = _one_by_one(cell, model, ready, helpers)
         share = (time.perf_counter() - t0) / len(ready)
         for r in out:
             r.seconds = share
@@ -169,7 +177,13 @@ def run_batch(
 
 
 def rerun_in_batch(
-    cell: Cell, model: Model, batch: Sequence[int], wanted: set[int], run_seed: int, ctx: ExecutionContext
+    cell: Cell,
+    model: Model,
+    batch: Sequence[int],
+    wanted: set[int],
+    run_seed: int,
+    ctx: ExecutionContext,
+    helpers: Sequence[Model] = (),
 ) -> list[Record]:
     """Records of the wanted positions of one fixed batch.
 
@@ -177,17 +191,20 @@ def rerun_in_batch(
     float bits, on its batch-mates), so a recomputed record equals a fresh run's exactly; a remote
     model answers each request alone and runs only the wanted positions."""
     local = model.info.device != "remote"
-    records = run_batch(cell, model, batch if local else [i for i in batch if i in wanted], run_seed, ctx)
+    positions = batch if local else [i for i in batch if i in wanted]
+    records = run_batch(cell, model, positions, run_seed, ctx, helpers)
     ids = {cell.samples[i].sample_id for i in wanted}
     return [r for r in records if r.sample_id in ids]
 
 
-def _one_by_one(cell: Cell, model: Model, ready: Sequence[Prepared]) -> list[Record]:
+def _one_by_one(
+    cell: Cell, model: Model, ready: Sequence[Prepared], helpers: Sequence[Model]
+) -> list[Record]:
     """After a failed batch, isolate the failing samples so one bad input does not sink its batch."""
     out: list[Record] = []
     for p in ready:
         try:
-            out.extend(cell.task.infer(model, cell.protocol, [p], cell.dataset))
+            out.extend(cell.task.infer(model, cell.protocol, [p], cell.dataset, helpers))
         except ModelCallError as e:
             out.append(Record(p.sample.sample_id, None, error=f"model: {e}"))
     return out
@@ -223,7 +240,8 @@ def execute(
                 todo.append((cell, pos, {i for i in pos if i in missing}))
     left_out: set[str] = set()  # cells whose inputs the task cannot use: named in plan.skipped
     total = sum(len(w) for _, _, w in todo)
-    last_use = {c.model.load_key(): k for k, (c, _, _) in enumerate(todo)}
+    # every model a cell loads (its checkpoint and helpers) is released after the last batch that uses it
+    last_use = {m.load_key(): k for k, (c, _, _) in enumerate(todo) for m in c.models}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -243,6 +261,7 @@ def execute(
                 continue
             try:
                 model = pool.get(cell.model)
+                helpers = [pool.get(h) for h in cell.helpers]
             except LOAD_ERRORS as e:
                 if strict:
                     raise
@@ -254,7 +273,7 @@ def execute(
                 records = []
             else:
                 try:
-                    records = rerun_in_batch(cell, model, pos, wanted, run_seed, ctx)
+                    records = rerun_in_batch(cell, model, pos, wanted, run_seed, ctx, helpers)
                 except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
                     left_out.add(cell.key)
                     plan.leave_out(cell, str(e))
@@ -273,7 +292,9 @@ def execute(
                 stats.models_loaded.append(cell.model.name)
                 if on_model_done is not None:
                     on_model_done(cell.model, model)
-                pool.release(cell.model)
+            for m in cell.models:
+                if last_use[m.load_key()] == k:
+                    pool.release(m)
     stats.forward_calls = pool.forward_calls
     stats.answers_cut = pool.answers_cut
     return stats

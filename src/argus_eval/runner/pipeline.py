@@ -80,7 +80,8 @@ def plan_run(cfg: RunSpec, store: Store, pool: ModelPool, strict: bool = False) 
     def fingerprint(m: ModelConfig) -> str:
         key = m.load_key()
         if key not in fps:
-            fps[key] = model_fingerprint(m)
+            with m.located():
+                fps[key] = model_fingerprint(m)
         return fps[key]
 
     infos = model_infos(store, pool)

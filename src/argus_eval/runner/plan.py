@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import CapabilityError
+from argus_eval.errors import ArgusError, CapabilityError, ConfigError
 from argus_eval.models.protocols import ModelInfo
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
@@ -20,7 +20,9 @@ class Cell:
     """One unit of work and of scoring. key is the cache key prefix of every record in it.
 
     model is the single checkpoint serving the cell (a composite model's checkpoint for this task),
-    under the row's name; model_fp is that checkpoint's fingerprint."""
+    under the row's name; model_fp is that checkpoint's fingerprint. helpers are the other models the
+    protocol calls (a first stage), in the order of protocol.helpers, and helper_fps their fingerprints,
+    which the key holds too."""
 
     model: ModelConfig
     model_fp: str
@@ -30,6 +32,13 @@ class Cell:
     samples: list[Sample]
     protocol: ProtocolChoice
     key: str
+    helpers: tuple[ModelConfig, ...] = ()
+    helper_fps: tuple[str, ...] = ()
+
+    @property
+    def models(self) -> tuple[ModelConfig, ...]:
+        """Every model the cell loads: its checkpoint, then its helpers."""
+        return (self.model, *self.helpers)
 
     def describe(self) -> dict[str, str | int | bool]:
         return {
@@ -43,6 +52,7 @@ class Cell:
             "protocol": self.protocol.name,
             "native": self.protocol.native,
             "samples": len(self.samples),
+            **({"helper_fingerprints": ",".join(self.helper_fps)} if self.helper_fps else {}),
         }
 
 
@@ -96,10 +106,48 @@ def _not_run(
 
 
 def cell_key(
-    model_fp: str, task: Task, dataset: Dataset, condition: Condition, protocol: ProtocolChoice
+    model_fp: str,
+    task: Task,
+    dataset: Dataset,
+    condition: Condition,
+    protocol: ProtocolChoice,
+    helper_fps: Sequence[str] = (),
 ) -> str:
-    """Cache key of a cell: model fingerprint, task, dataset fingerprint, condition, request hash."""
-    return fingerprint_of(model_fp, task.name, dataset.fingerprint, condition.id, task.request_hash(protocol))
+    """Cache key of a cell: model fingerprint, task, dataset fingerprint, condition, request hash, and the
+    fingerprint of every other model that shapes its records (a first stage; none for most cells, whose
+    keys stay as they were)."""
+    parts = (model_fp, task.name, dataset.fingerprint, condition.id, task.request_hash(protocol))
+    return fingerprint_of(*parts, *([list(helper_fps)] if helper_fps else []))
+
+
+def helper_configs(
+    model: ModelConfig,
+    task: Task,
+    protocol: ProtocolChoice,
+    infos: Callable[[ModelConfig], ModelInfo | None],
+) -> tuple[ModelConfig, ...]:
+    """The models a protocol calls besides model (its helpers), as configs loaded on model's device.
+
+    ConfigError naming the task option when one cannot be loaded or does not offer what the protocol
+    calls on it: checked here, when the plan is built, before any model call."""
+    out: list[ModelConfig] = []
+    for h in protocol.helpers:
+        shown = redact_text(h.spec)  # the name travels into messages and the store
+        cfg = ModelConfig(
+            name=f"{h.option}={shown}", spec=h.spec, device=model.device, batch_size=model.batch_size
+        )
+        where = f"{task.name} option {h.option}={shown!r}"
+        try:
+            info = infos(cfg)
+        except ArgusError as e:
+            raise ConfigError(f"{where} cannot be loaded: {e}") from None
+        if info is None:
+            raise ConfigError(f"{where} cannot be loaded (named above)")
+        if h.needs not in info.capabilities:
+            offered = ", ".join(sorted(info.capabilities)) or "nothing"
+            raise ConfigError(f"{where} offers {offered}, not {h.needs}; {h.fix}")
+        out.append(cfg)
+    return tuple(out)
 
 
 def serving_protocol(row: ModelConfig, model: ModelConfig, task: Task, info: ModelInfo) -> ProtocolChoice:
@@ -136,13 +184,15 @@ def build_plan(
     datasets: Sequence[Dataset],
     conditions: Sequence[Condition],
     unavailable: Mapping[str, str] | None = None,
+    helper_infos: Callable[[ModelConfig], ModelInfo | None] | None = None,
 ) -> Plan:
     """Expand models x tasks x datasets x conditions; pairs no protocol can serve are named, not run.
 
     Each (model, task) runs on the checkpoint the model resolves for it (ModelConfig.for_task);
     fingerprint and infos are asked about that checkpoint (infos None: its caller already named why the
-    checkpoint is unavailable, and the pair is left out). unavailable: load key -> why a checkpoint
-    could not load; the cells it would have run are listed in plan.not_run."""
+    checkpoint is unavailable, and the pair is left out), and about the models its protocol calls besides
+    (helper_infos, default infos, for those). unavailable: load key -> why a checkpoint could not load;
+    the cells it would have run are listed in plan.not_run."""
     plan = Plan(cells=[])
     for row in models:
         for task in tasks:
@@ -167,11 +217,13 @@ def build_plan(
             try:
                 protocol = serving_protocol(row, model, task, info)
             except CapabilityError as e:
-                if row.composite:
-                    raise
+                if row.composite:  # a mistake in the config: named with its key path
+                    raise model.locate(e) from None
                 plan.skipped.append({"model": row.name, "task": task.name, "reason": str(e)})
                 continue
             fp = fingerprint(model)
+            helpers = helper_configs(model, task, protocol, helper_infos or infos)
+            helper_fps = tuple(fingerprint(h) for h in helpers)
             for ds in datasets:
                 samples = task.select(ds)
                 if not samples:
@@ -182,6 +234,8 @@ def build_plan(
                 for cond in conditions:
                     if not task.accepts(cond.kind):
                         continue
-                    key = cell_key(fp, task, ds, cond, protocol)
-                    plan.cells.append(Cell(model, fp, task, ds, cond, samples, protocol, key))
+                    key = cell_key(fp, task, ds, cond, protocol, helper_fps)
+                    plan.cells.append(
+                        Cell(model, fp, task, ds, cond, samples, protocol, key, helpers, helper_fps)
+                    )
     return plan

@@ -84,7 +84,8 @@ def _key(cell: Cell, cfg: RunSpec, hw_id: str, part: str) -> str:
     eff = cfg.efficiency.model_dump()
     # the model's name too: two entries of one checkpoint are timed separately, so each keeps its own trials
     unit = (cell.model.name, cell.model_fp, cell.task.name, cell.protocol.name)
-    return fingerprint_of("timing", *unit, hw_id, eff, part)
+    helpers = [list(cell.helper_fps)] if cell.helper_fps else []  # a first stage is timed with the cell
+    return fingerprint_of("timing", *unit, hw_id, eff, part, *helpers)
 
 
 def _retry_once(fn: Callable[[], Any]) -> Any:
@@ -97,8 +98,9 @@ def _retry_once(fn: Callable[[], Any]) -> Any:
 class _Unit:
     """One (model, task) being timed: its inputs, stored trials and static figures."""
 
-    def __init__(self, cell: Cell, cfg: RunSpec, store: Store) -> None:
+    def __init__(self, cell: Cell, cfg: RunSpec, store: Store, helpers: list[Model]) -> None:
         self.cell = cell
+        self.helpers = helpers  # the cell's helper models (a first stage), loaded
         self.cfg = cfg
         self.store = store
         self.hw = hardware_fingerprint(cell.model.device, cell.model.dtype)
@@ -123,7 +125,7 @@ class _Unit:
 
         def run(n: int) -> None:
             with embed_memo.bypassed():  # time the model, not the memo of inputs it already embedded
-                self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset)
+                self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset, self.helpers)
 
         return run
 
@@ -244,6 +246,7 @@ def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Pr
             continue
         try:
             model = pool.get(c.model)
+            helpers = [pool.get(h) for h in c.helpers]
         except (ArgusError, RuntimeError, OSError) as exc:
             out.undefined[c.model.name] = f"could not load the model to time it ({exc})"
             continue
@@ -253,7 +256,7 @@ def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Pr
             )
             continue
         models[(c.model.name, c.task.name)] = model
-        units[(c.model.name, c.task.name)] = _Unit(c, cfg, store)
+        units[(c.model.name, c.task.name)] = _Unit(c, cfg, store, helpers)
     for i in range(cfg.efficiency.trials):  # interleaved: every unit's trial i before any trial i + 1
         for unit_key, unit in units.items():
             if i not in unit.trials and unit_key not in out.left_out:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from argus_eval.errors import ConfigError
 from argus_eval.models.spec import ModelConfig
@@ -21,10 +21,10 @@ class ModelResources(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    num_workers: int | None = Field(default=None, ge=1)
-    cpus: float | None = Field(default=None, ge=0)
-    gpus: float | None = Field(default=None, ge=0)
-    memory_gb: float | None = Field(default=None, gt=0)
+    num_workers: StrictInt | None = Field(default=None, ge=1)
+    cpus: StrictFloat | None = Field(default=None, ge=0)
+    gpus: StrictFloat | None = Field(default=None, ge=0)
+    memory_gb: StrictFloat | None = Field(default=None, gt=0)
 
 
 class RayOptions(BaseModel):
@@ -35,26 +35,36 @@ class RayOptions(BaseModel):
     address: str | None = Field(
         default=None, description="None: start a local cluster; 'auto', 'HOST:PORT' or 'ray://HOST:PORT'."
     )
-    num_cpus: int | None = Field(default=None, ge=1, description="CPUs of a local cluster (default: all).")
-    num_gpus: int | None = Field(default=None, ge=0, description="GPUs of a local cluster (default: all).")
+    num_cpus: StrictInt | None = Field(
+        default=None, ge=1, description="CPUs of a local cluster (default: all)."
+    )
+    num_gpus: StrictInt | None = Field(
+        default=None, ge=0, description="GPUs of a local cluster (default: all)."
+    )
     temp_dir: Path | None = Field(
         default=None, description="Ray's session files for a local cluster (default: a fresh temp dir)."
     )
-    num_workers: int = Field(default=1, ge=1, description="Model actors (replicas) per model.")
-    cpus_per_model: float = Field(default=1.0, ge=0)
-    gpus_per_model: float | None = Field(
+    num_workers: StrictInt = Field(default=1, ge=1, description="Model actors (replicas) per model.")
+    cpus_per_model: StrictFloat = Field(default=1.0, ge=0)
+    gpus_per_model: StrictFloat | None = Field(
         default=None,
         ge=0,
         description="Default: 1 for device cuda, 0 for cpu, 1 for auto if the cluster has GPUs.",
     )
-    memory_per_model_gb: float | None = Field(default=None, gt=0)
+    memory_per_model_gb: StrictFloat | None = Field(default=None, gt=0)
     models: dict[str, ModelResources] = Field(default_factory=dict)
-    shard_size: int = Field(default=4, ge=1, description="Whole batches per Ray task.")
-    concurrent_models: int = Field(default=1, ge=1, description="Models whose actors are alive at once.")
-    max_restarts: int = Field(default=2, ge=0, description="Ray restarts of a dead model actor.")
-    max_task_retries: int = Field(default=2, ge=0, description="Ray retries of a shard on a restarted actor.")
-    shard_retries: int = Field(default=2, ge=0, description="Driver resubmits of a shard whose actor died.")
-    startup_timeout_s: float = Field(default=120.0, gt=0)
+    shard_size: StrictInt = Field(default=4, ge=1, description="Whole batches per Ray task.")
+    concurrent_models: StrictInt = Field(
+        default=1, ge=1, description="Models whose actors are alive at once."
+    )
+    max_restarts: StrictInt = Field(default=2, ge=0, description="Ray restarts of a dead model actor.")
+    max_task_retries: StrictInt = Field(
+        default=2, ge=0, description="Ray retries of a shard on a restarted actor."
+    )
+    shard_retries: StrictInt = Field(
+        default=2, ge=0, description="Driver resubmits of a shard whose actor died."
+    )
+    startup_timeout_s: StrictFloat = Field(default=120.0, gt=0)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ class ModelWorker:
         self._cfg = cfg
         self._loader = loader
         self._model: Model | None = None
+        # the helper models its cells call (a first stage), loaded here like the model, by load_key
+        self._helpers: dict[str, Model] = {}
         self._cells: dict[str, Cell] = {}
         self._ctx = ExecutionContext()  # this worker's images, partners and galleries
 
@@ -56,19 +58,29 @@ class ModelWorker:
         holds the cell's object ref inside a list so Ray does not resolve it per call; the cell is
         fetched once per actor."""
         if self._model is None:
-            self._model = self._loader(self._cfg)
+            with self._cfg.located():
+                self._model = self._loader(self._cfg)
         cell = self._cells.get(key)
         if cell is None:
             import ray
 
             cell = self._cells[key] = ray.get(cell_box[0])
-        before = self._model.forward_calls
+        helpers = [self._helper(h) for h in cell.helpers]
+        calls = [self._model, *helpers]
+        before = sum(m.forward_calls for m in calls)
         try:
             keep = [set(pos) for pos in batches] if wanted is None else [set(w) for w in wanted]
             out = [
-                rerun_in_batch(cell, self._model, list(pos), w, run_seed, self._ctx)
+                rerun_in_batch(cell, self._model, list(pos), w, run_seed, self._ctx, helpers)
                 for pos, w in zip(batches, keep, strict=True)
             ]
         except CapabilityError as e:  # as in the local executor: the cell is left out and named
-            return ShardResult([], self._model.forward_calls - before, left_out=str(e))
-        return ShardResult(out, self._model.forward_calls - before)
+            return ShardResult([], sum(m.forward_calls for m in calls) - before, left_out=str(e))
+        return ShardResult(out, sum(m.forward_calls for m in calls) - before)
+
+    def _helper(self, cfg: ModelConfig) -> Model:
+        key = cfg.load_key()
+        if key not in self._helpers:
+            with cfg.located():
+                self._helpers[key] = self._loader(cfg)
+        return self._helpers[key]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from argus_eval.errors import MetricError
+from argus_eval.results_model.weights import normalised
 from argus_eval.scoring.efficiency_axis import efficiency_axis
 from argus_eval.scoring.types import AxisSeries, FloatArray
 
@@ -195,8 +196,7 @@ def weighted_mean_axis(
     detail: dict[str, object] = {"left_out": left_out}
     if not used:
         return AxisSeries.undefined(f"{name}: no defined term ({', '.join(sorted(left_out))})", detail)
-    total = sum(used.values())
-    norm = {t: w / total for t, w in used.items()}
+    norm = normalised(used)
     detail["weights_used"] = norm
     values = np.zeros_like(np.asarray(terms[next(iter(used))].values))
     for t, w in norm.items():

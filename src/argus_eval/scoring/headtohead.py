@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
+from argus_eval.results_model.weights import normalised
 from argus_eval.scoring.axes import CDC_VARIANTS
 from argus_eval.scoring.gates import INCOMPLETE, WITHHELD, Gates, holds
 from argus_eval.scoring.statistics import percentile_interval
@@ -160,12 +161,11 @@ def compare_pair(inp: PairInputs, a: str, b: str, weights: Mapping[str, float], 
         if rows is not None:
             h[axis] = rows
     used = {ax: w for ax, w in weights.items() if w > 0 and ax in h}
-    total = sum(used.values())
     h["capability"] = h["P"]
     overall = np.zeros_like(h["P"])
-    for ax, w in used.items():
-        overall = overall + (w / total) * h[ax]
-    h["overall"] = overall if total > 0 else h["P"]
+    for ax, w in (normalised(used) if used else {}).items():
+        overall = overall + w * h[ax]
+    h["overall"] = overall if used else h["P"]
     return Pair(a, b, h, {ax: len(p) for ax, p in parts.items()})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
 
 class AxisWeights(BaseModel):
@@ -13,14 +13,14 @@ class AxisWeights(BaseModel):
     # allow_inf_nan=False: an infinite weight would leave ARGUS undefined with no reason given
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    P: float = Field(default=0.25, ge=0)
-    CDC: float = Field(default=0.25, ge=0)
-    RR: float = Field(default=0.25, ge=0)
-    E: float = Field(default=0.25, ge=0)
+    P: StrictFloat = Field(default=0.25, ge=0)
+    CDC: StrictFloat = Field(default=0.25, ge=0)
+    RR: StrictFloat = Field(default=0.25, ge=0)
+    E: StrictFloat = Field(default=0.25, ge=0)
 
     @model_validator(mode="after")
     def _positive_total(self) -> AxisWeights:
-        if self.P + self.CDC + self.RR + self.E <= 0:
+        if max(self.P, self.CDC, self.RR, self.E) <= 0:
             raise ValueError("weights must not all be zero")
         return self
 
@@ -33,10 +33,10 @@ class EfficiencyBudgets(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    latency_ms: float | None = Field(default=None, gt=0)
-    memory_mb: float | None = Field(default=None, gt=0)
-    flops_per_sample: float | None = Field(default=None, gt=0)
-    throughput_per_s: float | None = Field(default=None, gt=0)
+    latency_ms: StrictFloat | None = Field(default=None, gt=0)
+    memory_mb: StrictFloat | None = Field(default=None, gt=0)
+    flops_per_sample: StrictFloat | None = Field(default=None, gt=0)
+    throughput_per_s: StrictFloat | None = Field(default=None, gt=0)
 
 
 class ScoringOptions(BaseModel):
@@ -48,10 +48,12 @@ class ScoringOptions(BaseModel):
     cdc_variant: Literal["per-task", "pooled", "cv"] = "per-task"
     efficiency_mode: Literal["pool", "budget"] = "pool"
     budgets: EfficiencyBudgets = EfficiencyBudgets()
-    resamples: int = Field(default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off")
-    seed: int = 0
-    confidence: float = Field(default=0.95, gt=0, lt=1)
-    claim_confidence: float = Field(
+    resamples: StrictInt = Field(
+        default=1000, ge=0, description="bootstrap resamples; 0 turns the bootstrap off"
+    )
+    seed: StrictInt = 0
+    confidence: StrictFloat = Field(default=0.95, gt=0, lt=1)
+    claim_confidence: StrictFloat = Field(
         default=0.95,
         gt=0.5,
         lt=1,

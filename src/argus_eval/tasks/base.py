@@ -51,6 +51,21 @@ def images_of(batch: Sequence[Prepared]) -> list[ImageArray]:
 
 Finish = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
+
+@dataclass(frozen=True)
+class Helper:
+    """Another model a protocol calls besides the one it scores (a two-stage retrieval's first stage).
+
+    The runner loads it from `spec` through its model pool (on the scored checkpoint's device), checks
+    at planning that it offers `needs` (a ConfigError naming the task option and `fix` otherwise), puts
+    its fingerprint in the key of every record of the cell, and hands it to ProtocolChoice.run."""
+
+    spec: str
+    option: str  # the task option that names it, e.g. "first_stage"
+    needs: str  # the capability the protocol calls on it, e.g. "embed"
+    fix: str  # what to name instead when it cannot serve
+
+
 Cap = TypeVar("Cap")
 # How a protocol answers one batch: the model as the interface the protocol calls, its identity (for
 # messages and per-model caches), the prepared batch and its dataset; one Record per prepared sample.
@@ -74,14 +89,35 @@ class ProtocolChoice(ABC):
     # Model inputs one cell of these samples sends (pairs scored, texts and images embedded, answers);
     # the dry run prints it before any call.
     cost: Callable[[Sequence[Sample]], int] = len
+    # Other models it calls (a first stage); run() gets them loaded, in this order.
+    helpers: tuple[Helper, ...] = ()
 
     def offered_by(self, info: ModelInfo) -> bool:
         """Whether a model declaring info's capabilities can serve this protocol."""
         return self.needs <= info.capabilities
 
+    def bound(self, model: Model, offers: Callable[[object], TypeGuard[Cap]]) -> Cap:
+        """model as the interface offers() checks for; CapabilityError naming what it needs and offers."""
+        info = model.info
+        wanted = "+".join(sorted(self.needs))
+        if not self.offered_by(info):
+            offered = ", ".join(sorted(info.capabilities)) or "nothing"
+            raise CapabilityError(
+                f"model {info.name!r} offers {offered} but protocol {self.name!r} needs {wanted}"
+            )
+        if not offers(model):
+            raise CapabilityError(
+                f"model {info.name!r} declares {wanted} but lacks its methods, which protocol "
+                f"{self.name!r} calls; the adapter must implement them or stop declaring {wanted}"
+            )
+        return model
+
     @abstractmethod
-    def run(self, model: Model, batch: Sequence[Prepared], dataset: Dataset) -> list[Record]:
-        """Run one batch through the model; one Record per prepared sample."""
+    def run(
+        self, model: Model, batch: Sequence[Prepared], dataset: Dataset, helpers: Sequence[Model] = ()
+    ) -> list[Record]:
+        """Run one batch through the model (and the helper models, loaded in the order of `helpers`);
+        one Record per prepared sample."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,21 +130,11 @@ class TaskProtocol(ProtocolChoice, Generic[Cap]):
 
     def bind(self, model: Model) -> Cap:
         """model as the interface this protocol calls; CapabilityError naming what it needs and offers."""
-        info = model.info
-        wanted = "+".join(sorted(self.needs))
-        if not self.offered_by(info):
-            offered = ", ".join(sorted(info.capabilities)) or "nothing"
-            raise CapabilityError(
-                f"model {info.name!r} offers {offered} but protocol {self.name!r} needs {wanted}"
-            )
-        if not self.offers(model):
-            raise CapabilityError(
-                f"model {info.name!r} declares {wanted} but lacks its methods, which protocol "
-                f"{self.name!r} calls; the adapter must implement them or stop declaring {wanted}"
-            )
-        return model
+        return self.bound(model, self.offers)
 
-    def run(self, model: Model, batch: Sequence[Prepared], dataset: Dataset) -> list[Record]:
+    def run(
+        self, model: Model, batch: Sequence[Prepared], dataset: Dataset, helpers: Sequence[Model] = ()
+    ) -> list[Record]:
         return self.answer(self.bind(model), model.info, batch, dataset)
 
 
@@ -205,10 +231,16 @@ class Task(ABC):
         return condition_kind in self.accepts_kinds
 
     def infer(
-        self, model: Model, protocol: ProtocolChoice, batch: Sequence[Prepared], dataset: Dataset
+        self,
+        model: Model,
+        protocol: ProtocolChoice,
+        batch: Sequence[Prepared],
+        dataset: Dataset,
+        helpers: Sequence[Model] = (),
     ) -> list[Record]:
-        """Run one batch through the model by the chosen protocol; one Record per prepared sample."""
-        return protocol.run(model, batch, dataset)
+        """Run one batch through the model by the chosen protocol (helpers: the protocol's other models,
+        loaded by the runner); one Record per prepared sample."""
+        return protocol.run(model, batch, dataset, helpers)
 
     @abstractmethod
     def finalize(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import Field
+from pydantic import Field, StrictFloat, StrictInt
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
@@ -47,9 +47,9 @@ class CaptioningOptions(TaskOptions):
     prefix_prompt: str = Field(
         default="", description="Text prefix for captioners that continue a prefix (BLIP)."
     )
-    max_new_tokens: int = Field(default=40, ge=1)
+    max_new_tokens: StrictInt = Field(default=40, ge=1)
     metrics: tuple[str, ...] = Field(default=DEFAULT_METRICS, description="Averaged into the primary score.")
-    cider_scale: float = Field(
+    cider_scale: StrictFloat = Field(
         default=2.0, gt=0, description="CIDEr enters the score as min(CIDEr/scale, 1)."
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from argus_eval.data.answer_types import answer_type, typed_candidates
 from argus_eval.data.blind import baseline_source, blind_answers
@@ -57,8 +57,8 @@ class ReasoningOptions(TaskOptions):
         "other, or a benchmark's own type), e.g. {number: 'there are {answer} of them: {question}'}; "
         "types without one use `statement`.",
     )
-    max_new_tokens: int = Field(default=8, ge=1)
-    vqa_min_answers: int = Field(
+    max_new_tokens: StrictInt = Field(default=8, ge=1)
+    vqa_min_answers: StrictInt = Field(
         default=3, ge=2, description="Items with this many gold answers use VQA accuracy."
     )
 
@@ -179,7 +179,9 @@ class ReasoningTask(Task):
         txt = model.embed_texts(flat)
         out, start = [], 0
         for i, opts in enumerate(options):
-            sims = txt[start : start + len(opts)] @ img[i]
+            # row by row, not a matrix product: BLAS kernels round a row by where it sits in the block,
+            # so candidates whose statements the tower sees alike would tie unevenly, batch by batch
+            sims = (txt[start : start + len(opts)] * img[i]).sum(axis=1)
             out.append(opts[int(np.argmax(sims))])
             start += len(opts)
         return _answers(batch, out)

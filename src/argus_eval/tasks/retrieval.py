@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal
+from typing import Annotated
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from pydantic import Field
+from pydantic import Field, PlainValidator, StrictInt
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
@@ -45,11 +45,13 @@ from argus_eval.tasks.records import Record
 
 class RetrievalOptions(TaskOptions):
     name: str = "retrieval"
-    ks: tuple[int, ...] = Field(default=(1, 5, 10), description="Recall cut-offs averaged into the score.")
+    ks: tuple[Annotated[StrictInt, Field(ge=1)], ...] = Field(
+        default=(1, 5, 10), description="Recall cut-offs averaged into the score."
+    )
     directions: tuple[str, ...] = Field(
         default=("i2t", "t2i"), description="Directions averaged into the primary score."
     )
-    shortlist: Annotated[int, Field(ge=1)] | Literal["all"] | None = Field(
+    shortlist: Annotated[stages.Shortlist | None, PlainValidator(stages.shortlist_k)] = Field(
         default=None,
         description="Pair-scoring models: re-rank only each image's top k texts of the first stage "
         "(images x k pair scores instead of images x texts); 'all' scores every pair; unset: exhaustive.",

@@ -13,18 +13,20 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeGuard
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic_core import PydanticCustomError
 
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
-from argus_eval.errors import ArgusError, ConfigError
+from argus_eval.errors import CapabilityError
 from argus_eval.models.protocols import (
     EMBED,
     POOL,
     SCORE_PAIRS,
+    Model,
     ModelInfo,
     PairScorer,
     PooledPairScorer,
@@ -32,11 +34,23 @@ from argus_eval.models.protocols import (
     scores_and_pools,
     scores_pairs,
 )
-from argus_eval.tasks.base import Answer, Cap, Prepared, ProtocolChoice, TaskProtocol, images_of
+from argus_eval.tasks.base import Helper, Prepared, ProtocolChoice, TaskProtocol, images_of
 from argus_eval.tasks.records import Record
 
 SELF = "self"
 Shortlist = int | Literal["all"]
+
+
+def shortlist_k(value: object) -> Shortlist | None:
+    """The `shortlist` option as written: a whole number >= 1, 'all' or null. Strict, as every integer
+    option is: YAML's `true` is not k = 1, nor is `1.0` (a float) or `"16"` (a string)."""
+    if value is None or value == "all":
+        return None if value is None else "all"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise PydanticCustomError(
+        "shortlist", "Input should be a whole number >= 1 or 'all', got {value}", {"value": repr(value)}
+    )
 
 
 def protocol_name(k: Shortlist, first_stage: str) -> str:
@@ -56,36 +70,24 @@ def effective_k(k: Shortlist, gallery: int) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class FirstStage:
-    """Embeds images and texts for shortlisting: the scored model's pooled vectors or another model's."""
+    """Embeds images and texts for shortlisting: the scored model's pooled vectors or another model's.
+    name identifies the vectors (SELF, or the first-stage model's fingerprint)."""
 
     name: str
     images: Callable[[Sequence[ImageArray]], NDArray[np.float32]]
     texts: Callable[[Sequence[str]], NDArray[np.float32]]
 
 
-_LOADED: dict[str, FirstStage] = {}
-
-
-def named_first_stage(spec: str) -> FirstStage:
-    """The first stage a model spec names, loaded once per process; ConfigError naming the option when
-    it cannot be loaded or cannot embed (checked when the plan is built, before any model call)."""
-    if spec not in _LOADED:
-        from argus_eval.models.loading import load_model  # lazy: loading pulls in every family
-        from argus_eval.models.spec import ModelConfig
-
-        try:
-            model = load_model(ModelConfig(name=f"first-stage {spec}", spec=spec, device="auto"))
-        except ArgusError as e:
-            raise ConfigError(f"retrieval option first_stage={spec!r} cannot be loaded: {e}") from None
-        if EMBED not in model.info.capabilities or not embeds(model):
-            offered = ", ".join(sorted(model.info.capabilities)) or "nothing"
-            model.close()
-            raise ConfigError(
-                f"retrieval option first_stage={spec!r} offers {offered}, not embed; name a dual encoder "
-                f"(e.g. zoo:clip) or use first_stage: {SELF}"
-            )
-        _LOADED[spec] = FirstStage(spec, model.embed_images, model.embed_texts)
-    return _LOADED[spec]
+def first_stage_helper(spec: str) -> Helper:
+    """The first stage a model spec names, as a helper of the protocol: the runner loads it through its
+    model pool, checks it embeds when the plan is built (before any model call) and keys the cell's
+    records by its fingerprint, so replacing its weights recomputes exactly the cells it shortlisted."""
+    return Helper(
+        spec=spec,
+        option="first_stage",
+        needs=EMBED,
+        fix=f"name a dual encoder (e.g. zoo:clip) or use first_stage: {SELF}",
+    )
 
 
 @dataclass(frozen=True)
@@ -100,27 +102,22 @@ class Rerank:
 
     def protocol(self) -> ProtocolChoice:
         """The two-stage protocol: shortlisted by the model's own pooled vectors, or by a named model
-        (loaded now, so that one that cannot embed is a ConfigError before any model call)."""
-        if self.first_stage == SELF:
-            return self._protocol(frozenset({SCORE_PAIRS, POOL}), scores_and_pools, self.by_own_vectors)
-        named_first_stage(self.first_stage)
-        return self._protocol(frozenset({SCORE_PAIRS}), scores_pairs, self.by_named_model)
-
-    def _protocol(
-        self, needs: frozenset[str], offers: Callable[[object], TypeGuard[Cap]], answer: Answer[Cap]
-    ) -> TaskProtocol[Cap]:
+        (a helper the runner loads and hands to the protocol)."""
         k, first = self.shortlist, self.first_stage
-        return TaskProtocol(
-            name=protocol_name(k, first),
-            needs=needs,
-            native=False,
-            description=f"the top {k} texts of each image by the first stage ({first}) re-ranked by the "
-            "model's pair score, the rest after them (images x k model calls)",
-            gallery=True,
-            cost=self.model_calls,
-            offers=offers,
-            answer=answer,
+        name = protocol_name(k, first)
+        description = (
+            f"the top {k} texts of each image by the first stage ({first}) re-ranked by the model's pair "
+            "score, the rest after them (images x k model calls)"
         )
+        if first == SELF:
+            return TaskProtocol(
+                name=name, needs=frozenset({SCORE_PAIRS, POOL}), native=False, description=description,
+                gallery=True, cost=self.model_calls, offers=scores_and_pools, answer=self.by_own_vectors,
+            )  # fmt: skip
+        return ByNamedModel(
+            name=name, needs=frozenset({SCORE_PAIRS}), native=False, description=description, gallery=True,
+            cost=self.model_calls, helpers=(first_stage_helper(first),), rerank=self,
+        )  # fmt: skip
 
     def model_calls(self, samples: Sequence[Sample]) -> int:
         """Images x k pairs scored, plus the first stage's images and texts."""
@@ -132,17 +129,12 @@ class Rerank:
         self, model: PooledPairScorer, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
         """first_stage 'self': the scored model's own pooled vectors shortlist."""
-        return self._run(model, FirstStage(SELF, model.pool_images, model.pool_texts), info, batch)
+        return self.run(model, FirstStage(SELF, model.pool_images, model.pool_texts), info, batch)
 
-    def by_named_model(
-        self, model: PairScorer, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
-    ) -> list[Record]:
-        """first_stage a model spec: that model's embeddings shortlist."""
-        return self._run(model, named_first_stage(self.first_stage), info, batch)
-
-    def _run(
+    def run(
         self, model: PairScorer, first: FirstStage, info: ModelInfo, batch: Sequence[Prepared]
     ) -> list[Record]:
+        """Shortlist each image of the batch by the first stage, pair-score its shortlist."""
         gallery = list(batch[0].gallery)
         k, note = effective_k(self.shortlist, len(gallery))
         key = gallery_key(f"{info.fingerprint}|{first.name}", gallery)
@@ -165,6 +157,29 @@ class Rerank:
                 output["note"] = note
             out.append(Record(p.sample.sample_id, output, {"scores": row, "first": sims[i]}))
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ByNamedModel(ProtocolChoice):
+    """The two-stage protocol shortlisted by another model: its one helper, which the runner loads
+    (never this module: no model outlives the run that loaded it) and hands to run()."""
+
+    rerank: Rerank
+
+    def run(
+        self, model: Model, batch: Sequence[Prepared], dataset: Dataset, helpers: Sequence[Model] = ()
+    ) -> list[Record]:
+        scorer = self.bound(model, scores_pairs)
+        (helper,) = self.helpers
+        first = helpers[0] if len(helpers) == 1 else None
+        fingerprint = "" if first is None else first.info.fingerprint  # names its vectors
+        if first is None or not embeds(first):
+            raise CapabilityError(
+                f"protocol {self.name!r} needs its first stage {helper.spec!r} loaded as a model that "
+                f"embeds; got {len(helpers)} helper model(s): the runner hands it from the cell's helpers"
+            )
+        stage = FirstStage(fingerprint, first.embed_images, first.embed_texts)
+        return self.rerank.run(scorer, stage, model.info, batch)
 
 
 def shortlist(first: NDArray[np.float32], k: int) -> NDArray[np.int64]:

@@ -73,9 +73,12 @@ def zoo_tasks(entry: Mapping[str, Any]) -> list[str | dict[str, Any]]:
     return out
 
 
-def eval_config(name: str, entry: Mapping[str, Any], sizes: Sizes = Sizes()) -> dict[str, Any]:
-    """The run config (as written in YAML) that measures zoo model `name`."""
-    model: dict[str, Any] = {"name": name, "spec": f"zoo:{name}", "device": "cpu", "batch_size": 32}
+def eval_config(
+    name: str, entry: Mapping[str, Any], sizes: Sizes = Sizes(), spec: str | None = None
+) -> dict[str, Any]:
+    """The run config (as written in YAML) that measures zoo model `name` (the shipped one unless spec
+    names another checkpoint of it)."""
+    model: dict[str, Any] = {"name": name, "spec": spec or f"zoo:{name}", "device": "cpu", "batch_size": 32}
     if entry.get("options"):
         model["options"] = dict(entry["options"])
     return {
@@ -170,18 +173,25 @@ def passes_zoo_rule(row: Mapping[str, Any]) -> bool:
     return blind is not None and swap is not None and row["score"] > blind and swap["interval"][0] > 0
 
 
-def measure(name: str, out_dir: Path, log: Log = print, sizes: Sizes = Sizes()) -> dict[str, Any]:
+def measure(
+    name: str,
+    out_dir: Path,
+    log: Log = print,
+    sizes: Sizes = Sizes(),
+    checkpoint: tuple[Path, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Run the harness on zoo model `name` into out_dir (resuming what is there) and return the
-    manifest's eval block. The config it ran is written to out_dir/zoo_eval.yaml."""
+    manifest's eval block. The config it ran is written to out_dir/zoo_eval.yaml. checkpoint: a trained
+    checkpoint of it that is not installed (its folder and manifest entry) instead of the shipped one."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from argus_eval.runner.config import parse_config
     from argus_eval.runner.pipeline import run
 
-    entry = read_manifest().get("models", {}).get(name)
+    entry = read_manifest().get("models", {}).get(name) if checkpoint is None else checkpoint[1]
     if entry is None:
         known = ", ".join(sorted(read_manifest().get("models", {}))) or "none"
         raise CheckpointError(f"zoo model {name!r} is not in the manifest (zoo models: {known})")
-    config = eval_config(name, entry, sizes)
+    config = eval_config(name, entry, sizes, None if checkpoint is None else f"hf:{checkpoint[0].resolve()}")
     spec = parse_config(config, f"argus zoo eval {name}")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
