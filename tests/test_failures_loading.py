@@ -63,7 +63,9 @@ def test_a_missing_checkpoint_is_named_and_the_run_goes_on(
     out = tmp_path / "out"
     code, printed = cli(["run", "--config", str(cfg), "--out", str(out), "-q"], monkeypatch, capsys)
     assert code == 1  # a model that could not load counts as all its samples failed
-    why = "model 'hf:/nonexistent/dir': directory /nonexistent/dir does not exist"
+    why = (
+        "models[1].spec (model 'bad'): model 'hf:/nonexistent/dir': directory /nonexistent/dir does not exist"
+    )
     assert f"not loaded: bad ({MISSING}): {why}" in printed
     assert "not run: bad / retrieval / studio: 3 cell(s)" in printed
     res = json.loads((out / "results.json").read_text())
@@ -133,7 +135,7 @@ def test_a_model_that_fails_to_load_mid_run_is_dropped_and_named(tmp_path: Path)
         {
             "model": "twin",
             "checkpoint": f"hf:{twin}",
-            "reason": f"model 'hf:{twin}': out of memory while loading",
+            "reason": f"models[1] (model 'twin'): model 'hf:{twin}': out of memory while loading",
         }
     ]
     assert {(c["task"], c["dataset"], c["condition"]) for c in res["failures"]["not_run"]} == cells_of(
