@@ -295,7 +295,10 @@ def _interrupted() -> NoReturn:
 
 
 def _fail(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    from argus_eval.models.secrets import redact_text
+
+    # Last line of defence: no URL credential reaches stderr, whichever error quoted it.
+    err_console.print(f"[bold red]error:[/] {escape(redact_text(message))}", highlight=False, soft_wrap=True)
     sys.exit(2)
 
 

@@ -12,10 +12,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from argus_eval.data.formats import FORMATS, LoadContext, load_dataset
-from argus_eval.data.images import load_image
+from argus_eval.data.images import load_image, readable_file
 from argus_eval.data.paths import image_inside_root
-from argus_eval.data.types import Dataset
+from argus_eval.data.types import Dataset, SkippedRecord, named_skips
 from argus_eval.errors import ConfigError, SampleError
+
+
+# Skipped records named in the summary (all of them are in --json).
+SHOWN_SKIPS = 10
 
 
 @dataclass
@@ -29,6 +33,7 @@ class CheckReport:
     corrupt: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)  # links out of the image root, refused
     skipped: int = 0
+    skipped_records: list[SkippedRecord] = field(default_factory=list)  # each named: file, record, reason
     families: dict[str, int] = field(default_factory=dict)
     unscorable: int = 0
 
@@ -51,6 +56,7 @@ class CheckReport:
         lines += [f"  missing: {m}" for m in self.missing[:10]]
         lines += [f"  corrupt: {c}" for c in self.corrupt[:10]]
         lines += [f"  refused: {c}" for c in self.outside[:10]]
+        lines += [f"  skipped: {s}" for s in named_skips(self.skipped_records, SHOWN_SKIPS)]
         return "\n".join(lines)
 
 
@@ -61,6 +67,7 @@ def check_dataset(ds: Dataset, decode: bool = True) -> CheckReport:
         name=ds.name,
         counts={"images": len(ds.samples) - q, "questions": q},
         skipped=len(ds.skipped),
+        skipped_records=list(ds.skipped),
         families=dict(Counter(str(s.metadata["family"]) for s in ds.samples if "family" in s.metadata)),
         unscorable=sum(1 for s in ds.samples if s.metadata.get("unscorable")),
     )
@@ -70,7 +77,7 @@ def check_dataset(ds: Dataset, decode: bool = True) -> CheckReport:
             continue
         seen.add(s.image)
         path = ds.image_path(s)
-        if not path.is_file():
+        if not readable_file(path):
             report.missing.append(f"{s.sample_id}: {path}")
             continue
         try:

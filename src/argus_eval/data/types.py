@@ -50,6 +50,22 @@ class SkippedRecord:
     record: str
     reason: str
 
+    def line(self) -> str:
+        """How a person reads it: file, record (line or index) and reason."""
+        return f"{self.source}: {self.record}: {self.reason}"
+
+    def to_json(self) -> dict[str, str]:
+        """One line of skipped.jsonl (the dataset's name is added by the writer)."""
+        return {"source": self.source, "record": self.record, "reason": self.reason}
+
+
+def named_skips(skipped: Sequence[SkippedRecord], shown: int) -> list[str]:
+    """The first `shown` skips named one per line, then how many more there are."""
+    lines = [s.line() for s in skipped[:shown]]
+    if len(skipped) > shown:
+        lines.append(f"... and {len(skipped) - shown} more")
+    return lines
+
 
 # (family, question_type, answer) triples of a training split
 TrainAnswers = tuple[tuple[str, str, str], ...]

@@ -25,6 +25,7 @@ from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results, timing_block
 from argus_eval.runner.score import score_cells, write_samples
+from argus_eval.runner.skipped import skip_notes, write_skipped
 from argus_eval.runner.store import Store
 from argus_eval.tasks.registry import make_tasks
 
@@ -146,6 +147,8 @@ def run(
         scored = score_cells(plan, store)
     with writing(out_dir / "samples.jsonl"):
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
+    with writing(out_dir / "skipped.jsonl"):
+        write_skipped(plan.datasets, out_dir / "skipped.jsonl")
     manifest = {
         "config": redact(cfg.written.model_dump(mode="json")),  # URL credentials, secret-looking keys
         "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.seed},
@@ -162,7 +165,7 @@ def run(
         "not_applicable": plan.not_applicable,
     }
     timing = timing_block(profiles, cfg.efficiency.trials) if cfg.efficiency.enabled else None
-    results = build_results(scored, profiles, cfg.scoring, timing, manifest)
+    results = build_results(scored, profiles, cfg.scoring, timing, manifest, skip_notes(plan.datasets))
     text = results_text(results)
     with writing(out_dir / "results.json"):
         (out_dir / "results.json").write_text(text, encoding="utf-8")

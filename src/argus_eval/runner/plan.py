@@ -55,6 +55,8 @@ class Plan:
     not_applicable: list[dict[str, str]] = field(default_factory=list)
     # Failed records of earlier runs are computed again (the server may have recovered) unless False.
     retry_failed: bool = True
+    # Every dataset of the run (cells or not), for its skipped records (skipped.jsonl and the notes).
+    datasets: list[Dataset] = field(default_factory=list)
 
     def leave_out(self, cell: Cell, reason: str) -> None:
         """Drop a cell the task found it cannot run (its inputs are missing) and name it in skipped."""
@@ -115,7 +117,7 @@ def build_plan(
     Each (model, task) runs on the checkpoint the model resolves for it (ModelConfig.for_task);
     fingerprint and infos are asked about that checkpoint (infos None: its caller already named why the
     checkpoint is unavailable, and the pair is left out)."""
-    plan = Plan(cells=[])
+    plan = Plan(cells=[], datasets=list(datasets))
     for row in models:
         for task in tasks:
             model = row.for_task(task.name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from argus_eval.efficiency.devices import DEVICES, get_device, project
@@ -139,9 +139,11 @@ def build_results(
     options: ScoringOptions,
     timing: Timing | None,
     manifest: Mapping[str, Any],
+    input_notes: Sequence[str] = (),
 ) -> Results:
     """Everything a report needs, with deterministic content for the same inputs. timing: the timing
-    block when the run timed its models (None without efficiency); manifest: what ran, on what."""
+    block when the run timed its models (None without efficiency); manifest: what ran, on what;
+    input_notes: what the loaders said about the inputs (skipped records), first among the notes."""
     profiles = prof.summaries
     why_no_e = {m: f"{t}: {r}" for (m, t), r in sorted(prof.left_out.items())}
     why_no_e.update(prof.undefined)
@@ -167,5 +169,5 @@ def build_results(
             for name, p in sorted(profiles.items())
         },
         manifest=man,
-        notes=_notes(scored, prof, man, card, reliance, timing),
+        notes=[*input_notes, *_notes(scored, prof, man, card, reliance, timing)],
     )
