@@ -97,13 +97,11 @@ def render_tokens(tokens: list[Any], names: list[str], path: Path, label: str) -
     words: list[str] = []
     for tok in tokens:
         if isinstance(tok, list):
-            try:
-                refs = [names[i] for i in tok]
-                refs[0]  # an empty tag list names no object: IndexError as for a bad index
-            except (IndexError, TypeError):
-                raise DatasetError(
-                    f"{path}: {label}: object tag {tok!r} is not an index into 'objects'"
-                ) from None
+            # An empty tag names no object; a negative index would name one counted from the end.
+            ok = all(type(i) is int and 0 <= i < len(names) for i in tok)
+            if not tok or not ok:
+                raise DatasetError(f"{path}: {label}: object tag {tok!r} is not an index into 'objects'")
+            refs = [names[i] for i in tok]
             words.append(refs[0] if len(refs) == 1 else ", ".join(refs[:-1]) + " and " + refs[-1])
         else:
             words.append(str(tok))
