@@ -262,9 +262,15 @@ def main() -> None:
 
     ArgusError and an unusable file or folder (OSError: disk full, permission, read-only, name too
     long) exit 2; a usage error exits 2 with click's message on one line; Ctrl-C exits 130 saying how
-    to resume."""
+    to resume. A run on Ray is supervised (commands/supervise.py), so that a driver Ray ends abruptly
+    still ends with one error line."""
     debug = "--debug" in sys.argv
     try:
+        from argus_eval.commands.supervise import supervised_run
+
+        supervised = supervised_run(sys.argv[1:])  # a run on Ray: its child's status (it printed)
+        if supervised is not None:
+            sys.exit(supervised)
         code = app(standalone_mode=False)
     except NoArgsIsHelpError as e:
         err_console.print(e.format_message(), highlight=False, markup=False)
