@@ -160,7 +160,7 @@ SURROGATES: dict[str, tuple[dict[str, str], str, Any, str]] = {
 @pytest.mark.parametrize("name", sorted(SURROGATES))
 def test_a_lone_surrogate_in_any_format_is_a_named_skip(tmp_path: Path, name: str) -> None:
     files, target, edit, label = SURROGATES[name]
-    for option, rel in files.items():
+    for rel in files.values():
         shutil.copy(FIX / rel, tmp_path / Path(rel).name)
     _mutate(tmp_path / Path(files[target]).name, edit)
     fmt = {"lavis": "karpathy", "clevr-answer": "clevr", "vg-region": "visual_genome"}.get(name, name)
@@ -178,10 +178,16 @@ def test_hf_datasets_rows_keep_only_usable_text() -> None:
     """The generic Hugging Face format checks each text column as the official loaders do."""
     col = {"question": "q", "answers": "a", "texts": "t", "choices": "c"}
     skips = Skips(strict=False)
-    good = _row_sample({"q": " Why? ", "a": ["yes", LONE], "t": ["x"], "c": ["a", "b"]}, col, "1", "f", "row 0", skips)
+    good = _row_sample(
+        {"q": " Why? ", "a": ["yes", LONE], "t": ["x"], "c": ["a", "b"]}, col, "1", "f", "row 0", skips
+    )
     assert good is not None and good.question == "Why?" and good.answers == ("yes",)
-    assert _row_sample({"q": f"a{LONE}", "a": ["y"], "t": [], "c": ["a"]}, col, "2", "f", "row 1", skips) is None
-    assert _row_sample({"q": "ok", "a": ["y"], "t": [], "c": ["a", ""]}, col, "3", "f", "row 2", skips) is None
+    assert (
+        _row_sample({"q": f"a{LONE}", "a": ["y"], "t": [], "c": ["a"]}, col, "2", "f", "row 1", skips) is None
+    )
+    assert (
+        _row_sample({"q": "ok", "a": ["y"], "t": [], "c": ["a", ""]}, col, "3", "f", "row 2", skips) is None
+    )
     long = "w" * (MAX_TEXT_CHARS + 1)
     assert _row_sample({"q": long, "a": ["y"], "t": [], "c": ["a"]}, col, "4", "f", "row 3", skips) is None
     assert [(s.record, s.reason.split(" ")[0]) for s in skips.records] == [
@@ -196,7 +202,9 @@ def test_empty_inputs_are_one_error_naming_the_file(tmp_path: Path) -> None:
         return p
 
     clevr = write("CLEVR_val_questions.json", {"questions": []})
-    with pytest.raises(DatasetError, match=r"CLEVR_val_questions\.json: top-level field 'questions' is an empty"):
+    with pytest.raises(
+        DatasetError, match=r"CLEVR_val_questions\.json: top-level field 'questions' is an empty"
+    ):
         _load(tmp_path, format="clevr", questions=clevr)
     image = {"id": 1, "file_name": "a.png"}
     for name, top, field in [
@@ -232,7 +240,9 @@ def test_an_unknown_model_fails_datasets_check(tmp_path: Path) -> None:
     models = [{"name": "fine", "spec": "zoo:clip"}, {"name": "typo", "spec": "qwen-9000"},
               {"name": "gone", "spec": f"hf:{tmp_path / 'no-such-dir'}"}]  # fmt: skip
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({"name": "c", "models": models, "datasets": [entry], "tasks": ["reasoning"]}))
+    config.write_text(
+        yaml.safe_dump({"name": "c", "models": models, "datasets": [entry], "tasks": ["reasoning"]})
+    )
     buf = io.StringIO()
     with pytest.raises(ModelLoadError) as e:
         check_datasets(config, Console(file=buf, width=300), as_json=False)

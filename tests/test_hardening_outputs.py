@@ -22,7 +22,6 @@ from api_server import RawState, raw_json, serve_raw
 from argus_eval.cli import main
 from argus_eval.report.gallery import TOO_LARGE
 from hardening_fixtures import karpathy_config, karpathy_dataset
-from model_fixtures import tiny_dir
 
 LONG_NAME = "x" * 300 + ".png"  # over the 255 bytes a file name may have
 
@@ -35,10 +34,17 @@ def png_header(width: int, height: int) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
 
 
-def _cli(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+def _cli(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of `argus ARGV` in this process."""
     monkeypatch.setattr(sys, "argv", ["argus", *argv])
     monkeypatch.setenv("COLUMNS", "3000")
@@ -93,7 +99,9 @@ def test_bombs_and_long_names_are_counted_failures_and_skips_are_named(
     assert all(s["source"].endswith("dataset_coco.json") and s["reason"] for s in skipped)
     named = [n for n in results["notes"] if n.startswith("dataset k3:")]
     assert named[0] == "dataset k3: 3 annotation record(s) skipped by the loader, each named in skipped.jsonl"
-    assert len(named) == 4 and all(f"{s['record']}: {s['reason']}" in n for s, n in zip(skipped, named[1:], strict=True))
+    assert len(named) == 4 and all(
+        f"{s['record']}: {s['reason']}" in n for s, n in zip(skipped, named[1:], strict=True)
+    )
     for note in named:
         assert f"note: {note}" in stdout
     page = (out / "report.html").read_text()
@@ -111,7 +119,7 @@ def test_report_says_when_samples_jsonl_is_cut_short(
     (out / "samples.jsonl").write_text("".join(lines[:5]))  # cut at a line boundary
     code, stdout, stderr = _cli(["report", str(out)], monkeypatch, capsys)
     assert code == 0, stderr
-    said = f"samples.jsonl holds 5 of the 8 sample lines results.json counts (1 cell(s) short"
+    said = "samples.jsonl holds 5 of the 8 sample lines results.json counts (1 cell(s) short"
     assert f"warning: {out / said}" in stdout.replace("\n", "")
     for report in ("summary.md", "report.html"):
         assert said in (out / report).read_text(), report
@@ -120,7 +128,9 @@ def test_report_says_when_samples_jsonl_is_cut_short(
     assert code == 0 and "warning" not in stdout and said not in (out / "summary.md").read_text()
 
 
-def test_report_shows_a_placeholder_for_a_900_megapixel_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_shows_a_placeholder_for_a_900_megapixel_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """samples.jsonl written elsewhere, its image_path pointing at a 900-megapixel PNG."""
     data = tmp_path / "data"
     cfg = karpathy_config(data)
@@ -134,7 +144,7 @@ def test_report_shows_a_placeholder_for_a_900_megapixel_image(tmp_path: Path, mo
     for line in lines:
         line.update({"image_path": str(bomb), "score": 0.0})
     (out / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    code, stdout, stderr = _cli(["report", str(out)], monkeypatch, capsys)
+    code, _, stderr = _cli(["report", str(out)], monkeypatch, capsys)
     assert code == 0, stderr
     assert TOO_LARGE in (out / "report.html").read_text()
 
@@ -153,7 +163,7 @@ def test_a_store_damaged_in_its_middle_is_one_line(
     with open(store, "r+b") as fh:  # every page after the first two: the header and schema survive
         fh.seek(8192)
         fh.write(bytes(rng.randrange(256) for _ in range(size - 8192)))
-    code, stdout, stderr = _cli(["run", "-c", str(config), "--out", str(out), "-q"], monkeypatch, capsys)
+    code, _, stderr = _cli(["run", "-c", str(config), "--out", str(out), "-q"], monkeypatch, capsys)
     assert code == 2
     (line,) = stderr.strip().splitlines()
     assert line.startswith(f"error: store {store} is unreadable (")
@@ -182,7 +192,9 @@ def test_an_answer_with_lone_surrogates_is_stored_repaired_and_a_rerun_finishes(
         out = tmp_path / "out"
         code, _, stderr = _cli(["run", "-c", str(config), "--out", str(out), "-q"], monkeypatch, capsys)
         assert code == 0, stderr
-        predictions = [json.loads(x)["prediction"] for x in (out / "samples.jsonl").read_text("utf-8").splitlines()]
+        predictions = [
+            json.loads(x)["prediction"] for x in (out / "samples.jsonl").read_text("utf-8").splitlines()
+        ]
         assert predictions == ["a \ufffd shape \ufffd"] * 3
         with sqlite3.connect(out / "store.sqlite") as db:  # as an older version stored it: raw
             (output,) = db.execute("SELECT output FROM records LIMIT 1").fetchone()
@@ -214,16 +226,24 @@ def test_no_credential_of_a_signed_url_reaches_any_output_or_stream(
         config = tmp_path / "run.yaml"
         config.write_text(yaml.safe_dump(_served(tmp_path / "data", spec)))
         out = tmp_path / "out"
-        for argv in (["run", "-c", str(config), "--out", str(out), "-q"], ["report", str(out)],
-                     ["run", "-c", str(config), "--dry-run"], ["run", "-c", str(config), "--dry-run", "--json"]):
+        for argv in (
+            ["run", "-c", str(config), "--out", str(out), "-q"],
+            ["report", str(out)],
+            ["run", "-c", str(config), "--dry-run"],
+            ["run", "-c", str(config), "--dry-run", "--json"],
+        ):
             code, stdout, stderr = _cli(argv, monkeypatch, capsys)  # fmt: skip
             assert code == 0, stderr
             streams += [stdout, stderr]
         assert state.served == 3
     # An invalid spec with user:password@: the error line and the dry run's "left out" line.
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(_served(tmp_path / "data", f"api:ftp://argus:{SECRETS['password']}@h/v1?{query}#m")))
-    code, stdout, stderr = _cli(["run", "-c", str(bad), "--out", str(tmp_path / "bad"), "-q"], monkeypatch, capsys)
+    bad.write_text(
+        yaml.safe_dump(_served(tmp_path / "data", f"api:ftp://argus:{SECRETS['password']}@h/v1?{query}#m"))
+    )
+    code, stdout, stderr = _cli(
+        ["run", "-c", str(bad), "--out", str(tmp_path / "bad"), "-q"], monkeypatch, capsys
+    )
     assert code == 2 and "an api spec is api:http(s)://" in stderr
     streams += [stdout, stderr]
     code, stdout, stderr = _cli(["run", "-c", str(bad), "--dry-run"], monkeypatch, capsys)

@@ -83,7 +83,9 @@ def test_a_killed_dashboard_agent_ends_the_run_with_one_error_line_naming_it(tmp
     ours = [line for line in stderr.splitlines() if not line.startswith("[")]  # [...]: Ray's C++ log
     assert "Traceback" not in stderr
     (line,) = [x for x in ours if x.strip()]
-    assert line.startswith("error: the run on Ray ended abruptly (exit status 1): the local Ray cluster lost a ")
+    assert line.startswith(
+        "error: the run on Ray ended abruptly (exit status 1): the local Ray cluster lost a "
+    )
     assert "dashboard_agent failed" in line and "rerun the same command to resume" in line
     rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr

@@ -70,7 +70,9 @@ RESPONSES = st.one_of(
     TEXT.map(
         lambda t: _case(
             "event stream",
-            raw_json(200, b"data: " + _answer(t) + b"\n\ndata: [DONE]\n\n", {"Content-Type": "text/event-stream"}),
+            raw_json(
+                200, b"data: " + _answer(t) + b"\n\ndata: [DONE]\n\n", {"Content-Type": "text/event-stream"}
+            ),
             False,
         )
     ),
@@ -78,9 +80,9 @@ RESPONSES = st.one_of(
         lambda n: _case("huge", raw_json(200, _answer("a" * (MAX_BODY_BYTES + n))), False)
     ),
     st.sampled_from([200, 3000, 100_000]).flatmap(
-        lambda depth: st.sampled_from([b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth]).map(
-            lambda b: _case(f"nested {depth}", raw_json(200, b), False)
-        )
+        lambda depth: st.sampled_from(
+            [b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth]
+        ).map(lambda b: _case(f"nested {depth}", raw_json(200, b), False))
     ),
     st.sampled_from([301, 302, 303, 307, 308]).map(
         lambda s: _case(
@@ -101,13 +103,15 @@ RESPONSES = st.one_of(
         )
     ),
     st.sampled_from([20, 40, 64]).map(
-        lambda mb: _case(
-            "gzip bomb", raw_json(200, _gzip_bomb(mb), {"Content-Encoding": "gzip"}), False
-        )
+        lambda mb: _case("gzip bomb", raw_json(200, _gzip_bomb(mb), {"Content-Encoding": "gzip"}), False)
     ),
-    TEXT.map(lambda t: _case("gzip", raw_json(200, gzip.compress(_answer(t)), {"Content-Encoding": "gzip"}), True)),
+    TEXT.map(
+        lambda t: _case("gzip", raw_json(200, gzip.compress(_answer(t)), {"Content-Encoding": "gzip"}), True)
+    ),
     st.sampled_from(["br", "zstd", "gzip, br"]).map(
-        lambda enc: _case("unknown encoding", raw_json(200, b"\x1f\x8b junk", {"Content-Encoding": enc}), False)
+        lambda enc: _case(
+            "unknown encoding", raw_json(200, b"\x1f\x8b junk", {"Content-Encoding": enc}), False
+        )
     ),
     st.binary(min_size=1, max_size=50).map(
         lambda b: _case("broken gzip", raw_json(200, b, {"Content-Encoding": "gzip"}), False)
@@ -115,14 +119,21 @@ RESPONSES = st.one_of(
     TEXT.map(
         lambda t: _case(
             "chunked",
-            Raw(b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json", _chunked(_answer(t), 7)),
+            Raw(
+                b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json",
+                _chunked(_answer(t), 7),
+            ),
             True,
         )
     ),
     st.binary(min_size=1, max_size=20).map(
         lambda b: _case(
             "bad chunk",
-            Raw(b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked", [(0.0, b"zz" + b + b"\r\n")], close_early=False),
+            Raw(
+                b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked",
+                [(0.0, b"zz" + b + b"\r\n")],
+                close_early=False,
+            ),
             False,
         )
     ),

@@ -19,10 +19,14 @@ from argus_eval.data.formats import FORMATS, LoadContext
 from argus_eval.data.text import MAX_TEXT_CHARS, is_valid_unicode
 from argus_eval.errors import DatasetError
 
-WORD = st.sampled_from(["the", "dog", "runs", "?", ".", "'s", "\ud800", "\udfff", "", " "]) | st.text(max_size=8)
+WORD = st.sampled_from(["the", "dog", "runs", "?", ".", "'s", "\ud800", "\udfff", "", " "]) | st.text(
+    max_size=8
+)
 TAG = st.lists(st.integers(-1, 3), max_size=3)
 TOKENS = st.lists(WORD | TAG, min_size=1, max_size=6) | st.just(["long"] * (MAX_TEXT_CHARS // 5 + 1))
-JSONISH = st.none() | st.booleans() | st.integers(-5, 9) | st.text(max_size=4) | st.lists(st.integers(), max_size=2)
+JSONISH = (
+    st.none() | st.booleans() | st.integers(-5, 9) | st.text(max_size=4) | st.lists(st.integers(), max_size=2)
+)
 
 
 def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -37,7 +41,9 @@ def vcr_lines(draw: st.DrawFn, k: int) -> dict[str, Any]:
     line: dict[str, Any] = {
         "annot_id": f"val-{k}",
         "img_fn": f"m/{k}.jpg",  # bad paths are the field fuzz's (test_hardening_fuzz.py)
-        "objects": draw(mostly(st.lists(st.sampled_from(["person", "dog", "car"]), min_size=4, max_size=4), JSONISH)),
+        "objects": draw(
+            mostly(st.lists(st.sampled_from(["person", "dog", "car"]), min_size=4, max_size=4), JSONISH)
+        ),
         "question": draw(mostly(TOKENS, JSONISH)),
         "answer_choices": draw(mostly(four, st.lists(TOKENS, max_size=5) | JSONISH)),
         "rationale_choices": draw(mostly(four, st.lists(TOKENS, max_size=5) | JSONISH)),
@@ -52,12 +58,16 @@ def vcr_lines(draw: st.DrawFn, k: int) -> dict[str, Any]:
 @settings(max_examples=150, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 @given(lines=st.integers(1, 4).flatmap(lambda n: st.tuples(*[vcr_lines(k) for k in range(n)])))
-def test_generated_vcr_lines_load_as_usable_text_or_one_named_error(lines: tuple[dict[str, Any], ...]) -> None:
+def test_generated_vcr_lines_load_as_usable_text_or_one_named_error(
+    lines: tuple[dict[str, Any], ...],
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "val.jsonl"
         path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
         spec = FORMATS.get("vcr")
-        options = spec.options.model_validate({"name": "f", "format": "vcr", "annotations": str(path), "images": tmp})
+        options = spec.options.model_validate(
+            {"name": "f", "format": "vcr", "annotations": str(path), "images": tmp}
+        )
         try:
             ds = spec.load(options, LoadContext(cache_dir=Path(tmp) / "cache"))
         except DatasetError as e:

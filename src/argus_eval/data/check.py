@@ -17,7 +17,6 @@ from argus_eval.data.paths import image_inside_root
 from argus_eval.data.types import Dataset, SkippedRecord, named_skips
 from argus_eval.errors import ConfigError, SampleError
 
-
 # Skipped records named in the summary (all of them are in --json).
 SHOWN_SKIPS = 10
 

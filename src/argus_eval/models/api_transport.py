@@ -55,7 +55,7 @@ class _Deadlines:
 
     def clamp(self, timeout: float | None, expired: type[Exception]) -> float | None:
         """timeout, shortened to the time left before the deadline; `expired` raised when none is left."""
-        until = getattr(self._local, "until", None)
+        until: float | None = getattr(self._local, "until", None)
         if until is None:
             return timeout
         left = until - time.monotonic()

@@ -47,7 +47,7 @@ def lost_component(temp_dir: Path) -> str | None:
             tail = fh.read().decode("utf-8", "replace")
     except OSError:
         return None
-    reasons = _REASON.findall(tail)
+    reasons: list[str] = _REASON.findall(tail)
     if reasons:
         return reasons[-1].strip().rstrip(".")
     return "its raylet (node manager) ended" if "Raylet is terminated" in tail else None

@@ -174,9 +174,7 @@ def vcr_samples(
         return [Sample(f"q/{aid}/q2a", image, question=question, choices=tuple(answers), metadata=meta)]
     right = labels(rec, path, label)
     rationales = [
-        _checked(
-            render_tokens(r, names, path, f"{label}.rationale_choices[{i}]"), f"rationale_choices[{i}]"
-        )
+        _checked(render_tokens(r, names, path, f"{label}.rationale_choices[{i}]"), f"rationale_choices[{i}]")
         for i, r in enumerate(need(rec, "rationale_choices", list, path, label))
     ]
     pair = [f"q/{aid}/q2a", f"q/{aid}/qa2r"]
