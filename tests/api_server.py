@@ -1,4 +1,5 @@
-"""A loopback OpenAI-compatible server that can be down, rate-limit, echo secrets and answer at length."""
+"""A loopback OpenAI-compatible server that can be down, rate-limit, fail every n-th request, echo secrets
+and answer at length."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ class ServerState:
     retry_after: str | None = None  # answer the next request of each prompt with 429 + this header
     answer_chars: int = 0  # pad answers to at least this many characters
     fail_prompt: str | None = None  # always HTTP 500 for this prompt
+    fail_every: int = 0  # HTTP 500 for every n-th request (0: never); deterministic with one client thread
+    requests: int = 0
     hits: dict[str, list[float]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -30,10 +33,14 @@ class ServerState:
             seen = self.hits.setdefault(prompt, [])
             seen.append(time.monotonic())
             first = len(seen) == 1
+            self.requests += 1
+            nth = self.fail_every > 0 and self.requests % self.fail_every == 0
         if not self.up:
             return 503, {}, b'{"error": "down for maintenance"}'
         if prompt == self.fail_prompt:
             return 500, {}, b'{"error": "this prompt always fails"}'
+        if nth:
+            return 500, {}, b'{"error": "overloaded, try again"}'
         if self.retry_after is not None and first:
             return 429, {"Retry-After": self.retry_after}, b'{"error": "slow down"}'
         # A careless server: the answer echoes the request's Authorization header.

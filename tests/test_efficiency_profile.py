@@ -7,10 +7,11 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from argus_eval.efficiency.devices import DEVICES, get_device, project
+from argus_eval.efficiency.devices import DEVICES, get_device
 from argus_eval.efficiency.fingerprint import fingerprint_id, hardware_fingerprint
 from argus_eval.efficiency.flops import count_flops
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.roofline import project
 from argus_eval.efficiency.trials import measure_memory_mb, measure_trial
 from argus_eval.errors import ResultsError, UnknownNameError
 

@@ -85,7 +85,7 @@ def test_bombs_and_long_names_are_counted_failures_and_skips_are_named(
     assert "  skipped: " in stdout and "images[3].sentences[0]: caption 'raw' contains an unpaired" in stdout
 
     code, stdout, stderr = _cli(["run", "-c", str(config), "--out", str(out), "-q"], monkeypatch, capsys)
-    assert code == 0, stderr
+    assert code == 1 and "exit 1: more than --max-failed" in stdout, stderr  # written, then exit 1
     results = json.loads((out / "results.json").read_text())
     for cell in results["cells"]:
         assert cell["samples"] == 4 and cell["failed"] == 2, cell
@@ -112,7 +112,8 @@ def test_report_says_when_samples_jsonl_is_cut_short(
     hostile_run: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config, out = hostile_run
-    assert _cli(["run", "-c", str(config), "--out", str(out), "-q"], monkeypatch, capsys)[0] == 0
+    argv = ["run", "-c", str(config), "--out", str(out), "-q", "--max-failed", "1"]
+    assert _cli(argv, monkeypatch, capsys)[0] == 0
     lines = (out / "samples.jsonl").read_text().splitlines(keepends=True)
     cells = json.loads((out / "results.json").read_text())["cells"]
     assert len(lines) == sum(c["samples"] for c in cells) == 8

@@ -90,3 +90,37 @@ def test_a_killed_dashboard_agent_ends_the_run_with_one_error_line_naming_it(tmp
     rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "results.json").is_file()
+
+
+def test_a_supervised_ray_run_that_ends_as_the_cli_ends_keeps_its_status_and_line(tmp_path: Path) -> None:
+    """The supervisor adds nothing when the child ended through the CLI: one error line, exit 2."""
+    cfg = karpathy_config(tmp_path / "data")
+    cfg["datasets"][0]["annotations"] = str(tmp_path / "missing.json")
+    cfg["executor"] = "ray"
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    argv = [sys.executable, "-m", "argus_eval.cli", "run", "-c", str(config), "--out", str(tmp_path / "o")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: Karpathy split file ") and "missing.json not found" in line
+
+
+def test_an_abrupt_end_names_what_the_raylet_said(tmp_path: Path) -> None:
+    from argus_eval.commands.supervise import abrupt_end
+    from argus_eval.runner.ray_loss import Note
+
+    logs = tmp_path / "ray" / "session_latest" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "raylet.out").write_text(
+        "[state-dump] ...\nThe raylet fate shares with the agent.\n"
+        'reason_message: "dashboard_agent failed and raylet fate-shares with it."\n'
+    )
+    line = abrupt_end(1, Note(temp_dir=tmp_path / "ray", own=True, exited=False))
+    assert line == (
+        "the run on Ray ended abruptly (exit status 1): the local Ray cluster lost a component: "
+        "dashboard_agent failed and raylet fate-shares with it; rerun the same command to resume "
+        "(the store keeps every finished batch)"
+    )
+    assert not (tmp_path / "ray").exists()  # the run's own temp dir, which the child could not remove
+    assert "killed by signal 9" in abrupt_end(-9, Note())

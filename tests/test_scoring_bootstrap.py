@@ -86,8 +86,14 @@ def test_counts_are_multinomial_rows_and_shared() -> None:
     assert np.all(counts[0] == 1)
     assert np.all(counts.sum(axis=1) == N)
     assert np.array_equal(counts, paired_counts(groups[0], 50, seed=5))
+    by = {(g.model, g.task, g.dataset): g for g in groups}
+    first = groups[0]
+    # another model that scored the same samples of the same (task, dataset) gets the same draw (paired)
+    assert first.model == "A" and by[("B", first.task, first.dataset)].ids == first.ids
+    assert np.array_equal(counts, paired_counts(by[("B", first.task, first.dataset)], 50, seed=5))
     # different (task, dataset) groups draw independently
-    assert not np.array_equal(counts[1:], paired_counts(groups[1], 50, seed=5)[1:])
+    other = next(g for g in groups if (g.task, g.dataset) != (first.task, first.dataset))
+    assert not np.array_equal(counts[1:], paired_counts(other, 50, seed=5)[1:])
 
 
 def test_pairing_identical_cells_give_identical_resamples() -> None:
@@ -128,14 +134,25 @@ def test_strictly_better_model_wins_every_resample() -> None:
     assert js["bootstrap"]["resamples"] == 300
 
 
-def test_missing_samples_use_the_common_ids() -> None:
+def test_a_models_cells_use_its_own_samples_and_a_pair_the_shared_ones() -> None:
     full = mean_cell(CellKey("A", "reasoning", "clevr", "clean"), ["a", "b", "c", "d"], [1, 0, 1, 1])
-    # B failed on sample "b": every cell of the group is scored on a, c, d
+    # B failed on sample "b": B's failure never reaches A's score; the pair is compared on a, c, d
     part = mean_cell(CellKey("B", "reasoning", "clevr", "clean"), ["d", "c", "a"], [0, 1, 1])
     sc = compute_scorecard([full, part], {}, ScoringOptions())
     by = {c.key.model: c for c in sc.cells}
-    assert by["A"].score == pytest.approx(1.0) and by["A"].n_samples == 3 and by["A"].n_dropped == 1
-    assert by["B"].score == pytest.approx(2 / 3) and by["B"].n_dropped == 0
+    assert by["A"].score == pytest.approx(3 / 4) and by["A"].n_samples == 4 and by["A"].n_dropped == 0
+    assert by["B"].score == pytest.approx(2 / 3) and by["B"].n_samples == 3 and by["B"].n_dropped == 0
+    assert sc.models["A"].axes["P"].value == pytest.approx(3 / 4)
+    assert sc.common_samples == {("A", "B"): {("reasoning", "clevr"): 3}}
+    # on a, c, d: A scores 1, B 2/3, so A wins the one shared cell
+    assert sc.comparison.head_to_head["P"]["A"]["B"] == 1.0
+    # within one model, clean and perturbed are paired: A's fog cell lacks "c", so both drop it
+    fog = mean_cell(CellKey("A", "reasoning", "clevr", "image:fog@1"), ["a", "b", "d"], [1, 0, 0])
+    sc = compute_scorecard([full, fog, part], {}, ScoringOptions())
+    by_key = {c.key: c for c in sc.cells}
+    assert by_key[full.key].score == pytest.approx(2 / 3) and by_key[full.key].n_dropped == 1
+    assert sc.models["A"].retention[0].retention == pytest.approx(1 / 2)
+    assert {c.key.model: c.score for c in sc.cells if c.key.model == "B"} == {"B": pytest.approx(2 / 3)}
 
 
 def test_corpus_metric_uses_summed_counts() -> None:
@@ -152,6 +169,12 @@ def test_inconsistent_inputs_raise() -> None:
     bad = CellData(CellKey("B", "reasoning", "clevr", "clean"), ["a", "b"], np.ones((3, 2)), good.finish)
     with pytest.raises(MetricError):
         compute_scorecard([good, bad], {}, ScoringOptions())
-    disjoint = mean_cell(CellKey("B", "reasoning", "clevr", "clean"), ["c"], [1])
-    with pytest.raises(MetricError, match="no sample id is common"):
-        compute_scorecard([good, disjoint], {}, ScoringOptions())
+    # a perturbed cell sharing no sample with its clean cell cannot be paired: it is left out of RR,
+    # named, and the clean cell keeps its score
+    disjoint = mean_cell(CellKey("A", "reasoning", "clevr", "image:fog@1"), ["c"], [1])
+    sc = compute_scorecard([good, disjoint], {}, ScoringOptions())
+    assert [c.key for c in sc.cells] == [good.key] and sc.cells[0].score == pytest.approx(0.5)
+    assert (
+        "shares no scored sample"
+        in sc.models["A"].axes["RR"].detail["left_out"]["reasoning/clevr/image:fog@1"]
+    )

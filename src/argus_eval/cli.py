@@ -48,8 +48,21 @@ def run(
         Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<config name>).")
     ] = None,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Any skipped record or failed sample is fatal.")
+        bool,
+        typer.Option(
+            "--strict", help="Any skipped record, failed sample or model that cannot load is fatal."
+        ),
     ] = False,
+    max_failed: Annotated[
+        float,
+        typer.Option(
+            "--max-failed",
+            min=0.0,
+            max=1.0,
+            help="Exit 1 (after writing everything) when more than this share of any model's samples "
+            "failed; a model that cannot load counts as all failed.",
+        ),
+    ] = 0.0,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and check paths; run no model.")
     ] = False,
@@ -87,7 +100,7 @@ def run(
     if dry_run:
         dry_run_plan(cfg_path, console, as_json, overrides)
         return
-    run_command(
+    code = run_command(
         cfg_path,
         out,
         strict=strict,
@@ -96,7 +109,10 @@ def run(
         console=console,
         overrides=overrides,
         retry_failed=retry_failed,
+        max_failed=max_failed,
     )
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -247,14 +263,62 @@ def profile(
         Path | None,
         typer.Option("--config", "-c", help="Take datasets, models and timing settings from this config."),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Batch size of the throughput call (and the model).")
+    ] = 32,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "auto",
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="float32, bfloat16, float16 or auto (default: the model's; size-only: the config's).",
+        ),
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", min=1, help="Timing trials (default: the config's, 5).")
+    ] = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--repeats", min=1, help="Batch-1 calls per trial, fastest kept (default: config's, 10)."
+        ),
+    ] = None,
+    warmup: Annotated[
+        int | None,
+        typer.Option("--warmup", min=0, help="Untimed calls of each path first (default: config's, 2)."),
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None, typer.Option("--max-new-tokens", min=1, help="Cap on every generation's new tokens.")
+    ] = None,
+    size_only: Annotated[
+        bool,
+        typer.Option(
+            "--size-only",
+            help="Size from config.json alone on the meta device (no weights, no "
+            "download): params, weight bytes, FLOPs per task, fit and projections per device.",
+        ),
+    ] = False,
+    project_on: Annotated[
+        list[str] | None,
+        typer.Option("--project-on", help="Size-only: project onto this device profile (repeatable)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Latency p50/p95 at batch 1, throughput, peak memory, FLOPs per sample and params of one model."""
-    from argus_eval.commands.profile_cmd import profile_command
+    from argus_eval.commands.profile_cmd import ProfileSettings, profile_command
 
-    profile_command(model, task, config, batch_size, device, as_json, console)
+    settings = ProfileSettings(
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        trials=trials,
+        repeats=repeats,
+        warmup=warmup,
+        max_new_tokens=max_new_tokens,
+        size_only=size_only,
+        project_on=tuple(project_on or ()),
+    )
+    profile_command(model, task, config, settings, as_json, console)
 
 
 def main() -> None:
@@ -264,17 +328,27 @@ def main() -> None:
     long) exit 2; a usage error exits 2 with click's message on one line; Ctrl-C exits 130 saying how
     to resume. A run on Ray is supervised (commands/supervise.py), so that a driver Ray ends abruptly
     still ends with one error line."""
+    try:
+        _main()
+    except Exception:  # a traceback (--debug, or a bug) is this process's own end too
+        from argus_eval.runner.ray_loss import note_exit
+
+        note_exit()
+        raise
+
+
+def _main() -> None:
     debug = "--debug" in sys.argv
     try:
         from argus_eval.commands.supervise import supervised_run
 
         supervised = supervised_run(sys.argv[1:])  # a run on Ray: its child's status (it printed)
         if supervised is not None:
-            sys.exit(supervised)
+            _exit(supervised)
         code = app(standalone_mode=False)
     except NoArgsIsHelpError as e:
         err_console.print(e.format_message(), highlight=False, markup=False)
-        sys.exit(2)
+        _exit(2)
     except UsageError as e:
         command = e.ctx.command_path if e.ctx is not None else "argus"
         _fail(f"{e.format_message()} (see {command} --help)")
@@ -292,12 +366,19 @@ def main() -> None:
         _fail(os_error_line(e))
     if code == 130:  # typer turns Ctrl-C inside a command into exit code 130, silently
         _interrupted()
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0)
 
 
 def _interrupted() -> NoReturn:
     err_console.print("interrupted; rerun the same command to resume", highlight=False)
-    sys.exit(130)
+    _exit(130)
+
+
+def _exit(code: int) -> NoReturn:
+    from argus_eval.runner.ray_loss import note_exit
+
+    note_exit()  # a supervised run on Ray: this end is the CLI's own (commands/supervise.py)
+    sys.exit(code)
 
 
 def _fail(message: str) -> NoReturn:
@@ -305,7 +386,7 @@ def _fail(message: str) -> NoReturn:
 
     # Last line of defence: no URL credential reaches stderr, whichever error quoted it.
     err_console.print(f"[bold red]error:[/] {escape(redact_text(message))}", highlight=False, soft_wrap=True)
-    sys.exit(2)
+    _exit(2)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from argus_eval.efficiency.devices import get_device, project
+from argus_eval.efficiency.devices import get_device
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.roofline import project
+from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.results_model.efficiency import EfficiencyBlock, Fingerprint
 
 GB = 1e9  # device datasheets and the --max-memory-gb option count GB as 10^9 bytes
@@ -32,8 +34,6 @@ FINGERPRINT_MATCH: dict[str, tuple[Callable[[Fingerprint], str | None], tuple[st
     "jetson-nano": (_gpu, ("tegra x1", "jetson nano")),
     "raspberry-pi-5": (_cpu, ("raspberry pi 5", "bcm2712")),
 }
-
-DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,11 @@ def _measured(profile: EfficiencyBlock, where: str) -> tuple[Figure, Figure]:
 
 def _projected_latency(profile: EfficiencyBlock, device: str) -> Figure:
     dtype = profile.fingerprint.dtype or "float32"
-    dev = get_device(device)
     missing = [
         why
         for why, absent in (
             ("FLOP count", profile.flops_per_sample is None),
             ("parameter count", profile.params is None),
-            (f"{device} peak for {dtype}", dtype not in dev.peak_flops),
             (f"byte size of {dtype}", dtype not in DTYPE_BYTES),
         )
         if absent
@@ -103,7 +101,9 @@ def _projected_latency(profile: EfficiencyBlock, device: str) -> Figure:
     latency = est["latency_ms"]
     if not isinstance(latency, float):  # project() says why in its note
         return Figure(None, None, f"cannot project latency onto {device}: {est['note']}")
-    return Figure(latency, "estimate", f"roofline estimate on {device} ({est['bound']}-bound, {dtype})")
+    how = f"{est['bound']}-bound, {est['compute_dtype']} peak, {est['passes']} pass(es) over the weights"
+    fallback = f"; {est['note']}" if est.get("note") else ""
+    return Figure(latency, "estimate", f"roofline estimate on {device} ({how}){fallback}")
 
 
 def device_figures(profile: EfficiencyBlock | None, device: str | None) -> DeviceFigures:

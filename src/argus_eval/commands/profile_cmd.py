@@ -1,12 +1,14 @@
 """`argus profile --model SPEC`: latency, throughput, peak memory, FLOPs and params of one model.
 
 SPEC may also name a model of the config (or of the default suite), composite ones included: a
-composite is profiled on each task's checkpoint (or on the one serving --task)."""
+composite is profiled on each task's checkpoint (or on the one serving --task). --size-only sizes it
+from its config.json on the meta device instead (size_cmd.py)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +18,44 @@ from rich.table import Table
 PROFILED = "profiled"
 
 
-def _model_entry(spec: str, models: list[dict[str, Any]], device: str, batch_size: int) -> dict[str, Any]:
-    """The model entry to profile: the config's model named spec (device and batch size from the command
-    line, for every task's checkpoint), else spec itself as a single checkpoint."""
+@dataclass(frozen=True)
+class ProfileSettings:
+    """The command line's settings: the model's batch size, device, dtype and generation cap (None: the
+    entry's), the timing settings (None: the config's efficiency section), and size-only's options."""
+
+    batch_size: int = 32
+    device: str = "auto"
+    dtype: str | None = None
+    trials: int | None = None
+    repeats: int | None = None
+    warmup: int | None = None
+    max_new_tokens: int | None = None
+    size_only: bool = False
+    project_on: tuple[str, ...] = ()
+
+    def model_settings(self) -> dict[str, Any]:
+        """What the command line sets on the model entry (and on each of a composite's checkpoints)."""
+        out: dict[str, Any] = {"device": self.device, "batch_size": self.batch_size}
+        out.update({k: v for k, v in (("dtype", self.dtype), ("max_new_tokens", self.max_new_tokens)) if v})
+        return out
+
+    def timing(self) -> dict[str, int]:
+        """The efficiency settings the command line overrides."""
+        given = {"trials": self.trials, "repeats": self.repeats, "warmup": self.warmup}
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def _model_entry(spec: str, models: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+    """The model entry to profile: the config's model named spec (the command line's settings for
+    every task's checkpoint), else spec itself as a single checkpoint."""
     named = next((m for m in models if m.get("name") == spec), None)
     if named is None:
-        return {"name": PROFILED, "spec": spec, "device": device, "batch_size": batch_size}
-    entry = {**named, "name": PROFILED, "device": device, "batch_size": batch_size}
+        return {"name": PROFILED, "spec": spec, **settings}
+    entry = {**named, "name": PROFILED, **settings}
     if "tasks" in entry:
-        drop = {"device", "batch_size"}
-        entry["tasks"] = {t: {k: v for k, v in c.items() if k not in drop} for t, c in entry["tasks"].items()}
+        entry["tasks"] = {
+            t: {k: v for k, v in c.items() if k not in settings} for t, c in entry["tasks"].items()
+        }
     return entry
 
 
@@ -40,6 +70,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
     from argus_eval.runner.local import ModelPool
     from argus_eval.runner.pipeline import plan_run
     from argus_eval.runner.profiling import profile_plan
+    from argus_eval.runner.results import projections
     from argus_eval.runner.store import Store
 
     cfg = parse_config({**data, "tasks": [task]}, source)
@@ -59,6 +90,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
         why = profiles.undefined.get(PROFILED) or "; ".join(profiles.left_out.values()) or "no sample"
         raise SampleError(f"could not profile {label!r} on {task}: {why}")
     out = profile.to_json()
+    out["projections"] = [q.model_dump(mode="json") for q in projections(profile)]
     timing = profiles.timings.get((PROFILED, cell.task.name))
     if timing is not None:
         out["trials"] = timing.to_json()["trials"]
@@ -77,25 +109,34 @@ def profile_command(
     spec: str,
     task: str | None,
     config: Path | None,
-    batch_size: int,
-    device: str,
+    settings: ProfileSettings,
     as_json: bool,
     console: Console,
 ) -> None:
     """Profile a model on the first clean cell of `task` over the config's datasets (default suite); a
-    composite model without `task` on each of its tasks, each on the checkpoint serving it."""
+    composite model without `task` on each of its tasks, each on the checkpoint serving it. size_only:
+    size it from its config instead (no weights, no data)."""
     from argus_eval.runner.config import default_config_path, load_config
 
     base = load_config(config) if config is not None else None
     suite = base if base is not None else load_config(default_config_path())
     data = {} if base is None else base.written.model_dump(mode="json")
-    entry = _model_entry(spec, suite.written.model_dump(mode="json")["models"], device, batch_size)
+    entry = _model_entry(spec, suite.written.model_dump(mode="json")["models"], settings.model_settings())
+    if settings.size_only:
+        _size_only(entry, task, data.get("tasks"), settings, as_json, console)
+        return
     data.update(
         {
             "models": [entry],
             "perturbations": [],
-            # the config's timing settings (trials, repeats, warmup, threads), at this batch size
-            "efficiency": {**data.get("efficiency", {}), "enabled": True, "batch_size": batch_size},
+            # the config's timing settings (trials, repeats, warmup, threads), at this batch size, with
+            # the command line's trials, repeats and warm-up over them
+            "efficiency": {
+                **data.get("efficiency", {}),
+                "enabled": True,
+                "batch_size": settings.batch_size,
+                **settings.timing(),
+            },
         }
     )
     if base is None:
@@ -110,10 +151,45 @@ def profile_command(
         return
     for out in outs.values():
         console.print(_table(spec, out))
+        console.print(_projection_table(out))
+        for q in out["projections"]:
+            if q.get("note"):
+                console.print(f"{q['device']}: {q['note']}", highlight=False)
     first = next(iter(outs.values()))
     console.print(
         f"hardware: {first['fingerprint'].get('cpu')} / {first['fingerprint'].get('gpu')}", highlight=False
     )
+
+
+def _size_only(
+    entry: dict[str, Any],
+    task: str | None,
+    config_tasks: list[Any] | None,
+    settings: ProfileSettings,
+    as_json: bool,
+    console: Console,
+) -> None:
+    """Size the entry's checkpoint (a composite: each task's) for --task, else the config's tasks, else
+    every built-in task at its default options."""
+    from argus_eval.commands.size_cmd import print_size, size_report
+    from argus_eval.tasks.base import TASKS
+
+    entries: list[Any] = config_tasks or TASKS.names()
+    if task is not None:
+        entries = [e for e in entries if (e if isinstance(e, str) else e.get("name")) == task] or [task]
+    dtype = None if settings.dtype in (None, "auto") else settings.dtype
+    devices = settings.project_on or None
+    if "tasks" in entry:  # a composite: each task on the checkpoint serving it
+        per_task = {t: c if isinstance(c, str) else c["spec"] for t, c in entry["tasks"].items()}
+        picked = [e for e in entries if (e if isinstance(e, str) else e.get("name")) in per_task]
+        reports = [
+            size_report(per_task[e if isinstance(e, str) else e["name"]], [e], dtype, devices,
+                        settings.max_new_tokens)
+            for e in picked
+        ]  # fmt: skip
+    else:
+        reports = [size_report(str(entry["spec"]), entries, dtype, devices, settings.max_new_tokens)]
+    print_size(reports, as_json, console)
 
 
 def _table(spec: str, out: dict[str, Any]) -> Table:
@@ -127,4 +203,15 @@ def _table(spec: str, out: dict[str, Any]) -> Table:
     for k in FIELDS:
         v = out[k]
         table.add_row(k, "n/a" if v is None else (f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"))
+    return table
+
+
+def _projection_table(out: dict[str, Any]) -> Table:
+    """The roofline projections of the profile (sum over passes of max(FLOPs/peak, bytes/bandwidth))."""
+    table = Table(title="roofline projections at batch 1 (estimates: lower bounds; FLOPs = 2 x MACs)")
+    for col in ("device", "latency (ms)", "bound", "passes", "peak used"):
+        table.add_column(col, justify="right" if col in ("latency (ms)", "passes") else "left")
+    for q in out["projections"]:
+        lat = "n/a" if q["latency_ms"] is None else f"{q['latency_ms']:.4g}"
+        table.add_row(q["device"], lat, q["bound"] or "-", str(q["passes"]), q["peak_basis"] or "-")
     return table

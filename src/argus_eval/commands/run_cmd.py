@@ -14,6 +14,10 @@ from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, load_config, parse_config
 
+# Exit status of a run that completed and wrote everything, but in which more than --max-failed of a
+# model's samples failed or did not run (bad input and fatal errors exit 2).
+EXIT_FAILED_SAMPLES = 1
+
 
 def scorecard_table(results: Results) -> Table:
     """The per-model scorecard as a rich table: every declared axis (values with 95 % intervals when
@@ -27,6 +31,48 @@ def scorecard_table(results: Results) -> Table:
     return table
 
 
+def failure_lines(results: Results) -> list[str]:
+    """What a person must see about failures: each model with failed samples and how many, each
+    checkpoint that could not load with the reason and the cells it did not run, each incomplete pair."""
+    block = results.failures
+    if block is None:
+        return []
+    lines = []
+    for m, f in block.with_failures().items():
+        why = "; ".join(f.reasons) or "no reason recorded"
+        lines.append(
+            f"failed: {m}: {f.failed + f.not_run} of {f.samples} samples ({f.share:.1%}) failed or did not "
+            f"run: {why}"
+        )
+    for e in block.not_loaded:
+        lines.append(f"not loaded: {e.model} ({e.checkpoint}): {e.reason}")
+    unrun: dict[tuple[str, str, str], list[int]] = {}
+    for c in block.not_run:
+        unrun.setdefault((c.model, c.task, c.dataset), []).append(c.samples)
+    for (m, t, d), sizes in sorted(unrun.items()):
+        lines.append(f"not run: {m} / {t} / {d}: {len(sizes)} cell(s), {sum(sizes)} samples")
+    comp = results.comparison
+    pairs = {tuple(i.models): i.reason for i in reversed(comp.incomplete)}  # capability's reason first
+    for (a, b), why in sorted(pairs.items()):
+        common = comp.common(a, b)
+        on = "" if common is None else f"; compared on the {common.n} samples both scored"
+        lines.append(f"incomplete: {a} and {b}: no claim either way ({why}){on}")
+    return lines
+
+
+def exit_status(results: Results, max_failed: float) -> tuple[int, str | None]:
+    """EXIT_FAILED_SAMPLES and why when more than max_failed of any model's samples failed (a model
+    that could not load counts as all its samples failed); else 0."""
+    over = {} if results.failures is None else results.failures.over(max_failed)
+    if not over:
+        return 0, None
+    names = ", ".join(f"{m} ({f.share:.1%})" for m, f in over.items())
+    return EXIT_FAILED_SAMPLES, (
+        f"more than --max-failed {max_failed:.1%} of a model's samples failed or did not run: {names}; "
+        "every output was written"
+    )
+
+
 def run_command(
     cfg_path: Path,
     out: Path | None,
@@ -37,8 +83,12 @@ def run_command(
     console: Console,
     overrides: dict[str, Any] | None = None,
     retry_failed: bool = True,
-) -> None:
-    """Run or resume the configured evaluation into out (default runs/<name>) and print the scorecard."""
+    max_failed: float = 0.0,
+) -> int:
+    """Run or resume the configured evaluation into out (default runs/<name>) and print the scorecard.
+
+    Returns the exit status: EXIT_FAILED_SAMPLES when more than max_failed of a model's samples failed
+    (everything is written all the same), else 0."""
     cfg = configured(cfg_path, overrides)
     from argus_eval.report.build import write_reports
     from argus_eval.runner.outputs import writing
@@ -49,11 +99,14 @@ def run_command(
     with writing(out_dir / "report.html"):
         write_reports(out_dir)
     res = outcome.results
+    code, why = exit_status(res, max_failed)
     if as_json:
         sys.stdout.write(
             json.dumps(
                 {
                     "out_dir": str(out_dir),
+                    "exit_status": code,
+                    "failures": results_json(res).get("failures"),
                     "forward_calls": outcome.stats.forward_calls,
                     "recomputed_stale": outcome.stats.stale,
                     "retried_failed": outcome.stats.retried,
@@ -66,7 +119,7 @@ def run_command(
             )
             + "\n"
         )
-        return
+        return code
     for note in res.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     for entry in outcome.plan.not_applicable:
@@ -97,10 +150,15 @@ def run_command(
         f"   recomputed (inputs changed): {outcome.stats.stale}   retried failures: {outcome.stats.retried}"
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
+    for line in failure_lines(res):  # one line each, never wrapped: logs are searched for them
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
         f"summary.md, report.html"
     )
+    if why is not None:
+        console.print(f"exit {code}: {why}", markup=False, highlight=False, soft_wrap=True)
+    return code
 
 
 def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunSpec:

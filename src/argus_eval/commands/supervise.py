@@ -4,8 +4,9 @@ with one error line naming what was lost and how to resume.
 When the raylet of the driver's node dies (killed, out of memory, or an agent it fate-shares with, such
 as the dashboard agent, killed), Ray's core worker ends the driver at once with exit status 1 and no
 Python code runs. The supervisor starts the same command as a child with the same streams, passes its
-exit status through when the child ended as the CLI ends (0, 2, 130), and otherwise prints the error
-line itself, naming the lost component from the local cluster's log (runner/ray_loss.py).
+exit status through when the child ended as the CLI ends (it notes so on each of its exits; Ray's C++
+exit, or a signal, skips that), and otherwise prints the error line itself, naming the lost component
+from the local cluster's log (runner/ray_loss.py).
 """
 
 from __future__ import annotations
@@ -20,10 +21,7 @@ from pathlib import Path
 import yaml
 
 from argus_eval.errors import ExecutorError
-from argus_eval.runner.ray_loss import SESSION_NOTE_ENV, lost_component, read_note
-
-# How the CLI itself ends: success, one error line, interrupted (it printed what to do).
-CLI_CODES = frozenset({0, 2, 130})
+from argus_eval.runner.ray_loss import SESSION_NOTE_ENV, Note, lost_component, read_note
 
 
 def _option(args: list[str], *names: str) -> str | None:
@@ -58,7 +56,7 @@ def supervised_run(argv: list[str]) -> int | None:
     """The exit status of argv run as a supervised child, or None when argv needs no supervisor (not
     a Ray run, or this process is the child). ExecutorError when the child ended abruptly."""
     if os.environ.get(SESSION_NOTE_ENV) or not runs_on_ray(argv):
-        return None
+        return None  # the child notes its own ends (cli._exit)
     fd, name = tempfile.mkstemp(prefix="argus-ray-note-")
     os.close(fd)
     note = Path(name)
@@ -67,9 +65,10 @@ def supervised_run(argv: list[str]) -> int | None:
             [sys.executable, "-m", "argus_eval.cli", *argv], env={**os.environ, SESSION_NOTE_ENV: name}
         )
         code = _wait(child)
-        if code in CLI_CODES:
-            return code
-        raise ExecutorError(abrupt_end(code, note))
+        noted = read_note(note)
+        if noted.exited:
+            return code  # it ended as the CLI ends, and printed why
+        raise ExecutorError(abrupt_end(code, noted))
     finally:
         note.unlink(missing_ok=True)
 
@@ -82,14 +81,13 @@ def _wait(child: subprocess.Popen[bytes]) -> int:
             continue
 
 
-def abrupt_end(code: int, note: Path) -> str:
+def abrupt_end(code: int, noted: Note) -> str:
     """The error line of a child that ended without one: its status, what the cluster lost, what to do.
     Removes the local cluster's temp dir when it was the run's own (the child could not)."""
     status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-    session = read_note(note)
-    cause = lost_component(session[0]) if session is not None else None
-    if session is not None and session[1]:
-        shutil.rmtree(session[0], ignore_errors=True)
+    cause = lost_component(noted.temp_dir) if noted.temp_dir is not None else None
+    if noted.temp_dir is not None and noted.own:
+        shutil.rmtree(noted.temp_dir, ignore_errors=True)
     what = (
         f"the local Ray cluster lost a component: {cause}"
         if cause is not None

@@ -1,14 +1,11 @@
-"""Device profiles and roofline projections of measured figures onto other hardware.
-
-A projection is an estimate, always labelled so: it never enters E unless the user asks for it.
+"""Device profiles: datasheet peaks, memory bandwidth and size of the devices figures are projected onto
+(roofline.py). A projection is an estimate, always labelled so: it never enters E.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from argus_eval.efficiency.record import EfficiencyProfile
-from argus_eval.errors import UnknownNameError
 from argus_eval.registry import Registry
 
 TERA = 1e12
@@ -17,14 +14,15 @@ GIGA = 1e9
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """Peak dense FLOP/s per dtype, memory bandwidth (bytes/s), memory size (bytes), and where the
-    numbers come from."""
+    """Peak dense FLOP/s per dtype, memory bandwidth (bytes/s), memory size (bytes), where the numbers
+    come from, and which units each peak is (peak_basis: dtype -> e.g. "BF16 Tensor Core, dense")."""
 
     name: str
     peak_flops: dict[str, float]
     bandwidth_bytes_per_s: float
     memory_bytes: float
     source: str
+    peak_basis: dict[str, str] = field(default_factory=dict)
 
 
 DEVICES: Registry[DeviceProfile] = Registry("device")
@@ -32,6 +30,15 @@ DEVICES: Registry[DeviceProfile] = Registry("device")
 
 def _add(profile: DeviceProfile) -> None:
     DEVICES.register(profile.name, profile)
+
+
+# The data-centre GPUs' float32 peak is the CUDA-core FP32 figure: PyTorch runs float32 matrix products
+# without TF32 unless told to (torch.backends.cuda.matmul.allow_tf32 is off by default).
+_TENSOR_CORES = {
+    "float32": "FP32, CUDA cores (no TF32)",
+    "float16": "FP16 Tensor Core, dense",
+    "bfloat16": "BF16 Tensor Core, dense",
+}
 
 
 # NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM column): FP32 19.5 TFLOPS, FP16/BF16 Tensor Core
@@ -43,6 +50,7 @@ _add(
         2039 * GIGA,
         80 * GIGA,
         "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM",
+        _TENSOR_CORES,
     )
 )
 # NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column): FP32 67 TFLOPS, FP16/BF16 Tensor Core
@@ -54,6 +62,7 @@ _add(
         3.35 * TERA,
         80 * GIGA,
         "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM",
+        _TENSOR_CORES,
     )
 )
 # NVIDIA H200 Tensor Core GPU datasheet (H200 SXM column): FP32 67 TFLOPS, FP16/BF16 Tensor Core
@@ -65,6 +74,7 @@ _add(
         4.8 * TERA,
         141 * GIGA,
         "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM",
+        _TENSOR_CORES,
     )
 )
 # NVIDIA Jetson Nano Developer Kit / module datasheet: 128-core Maxwell GPU, 472 GFLOPS FP16
@@ -76,6 +86,7 @@ _add(
         25.6 * GIGA,
         4 * GIGA,
         "NVIDIA Jetson Nano module datasheet (472 GFLOPS FP16; FP32 is half of that)",
+        {"float32": "FP32, CUDA cores (Maxwell has no Tensor Cores)", "float16": "FP16, CUDA cores"},
     )
 )
 # Raspberry Pi 5 product brief: BCM2712, 4x Cortex-A76 at 2.4 GHz, LPDDR4X-4267 on a 32-bit bus
@@ -88,6 +99,7 @@ _add(
         4267e6 * 4,
         8 * GIGA,
         "Raspberry Pi 5 product brief; FLOP/s derived from the Arm Cortex-A76 optimization guide",
+        {"float32": "FP32 NEON FMA, 4 cores", "float16": "FP16 NEON FMA, 4 cores"},
     )
 )
 # Not a vendor sheet: a nominal 2-core x86 CPU at 3.0 GHz with AVX2 and two FMA units (32 FP32
@@ -99,6 +111,7 @@ _add(
         25.6 * GIGA,
         8 * GIGA,
         "nominal assumption (2 cores, 3.0 GHz, AVX2 2xFMA, DDR4-3200 single channel), not a vendor spec",
+        {"float32": "FP32 AVX2 FMA, 2 cores"},
     )
 )
 
@@ -108,39 +121,9 @@ def get_device(name: str) -> DeviceProfile:
     return DEVICES.get(name)
 
 
-def project(
-    profile: EfficiencyProfile, weights_bytes: int, device: str, dtype: str | None = None
-) -> dict[str, object]:
-    """Roofline latency estimate of one sample on `device`: max(FLOPs / peak FLOP/s, bytes / bandwidth),
-    with bytes = weights_bytes (each weight read once per sample at batch 1; activations ignored, so the
-    memory term is a lower bound), and whether the weights fit in the device memory.
+NOMINAL_DEVICES = frozenset({"cpu-2core"})  # an assumed machine, not a vendor spec sheet: not projected
 
-    dtype defaults to the profile's fingerprint dtype (else float32). Always labelled "estimate": true.
-    """
-    dev = get_device(device)
-    dt = dtype or str(profile.fingerprint.get("dtype", "float32"))
-    if dt not in dev.peak_flops:
-        raise UnknownNameError(
-            f"device {device!r} has no peak for dtype {dt!r}; valid: {', '.join(sorted(dev.peak_flops))}"
-        )
-    memory_s = weights_bytes / dev.bandwidth_bytes_per_s
-    out: dict[str, object] = {
-        "estimate": True,
-        "device": dev.name,
-        "dtype": dt,
-        "source": dev.source,
-        "memory_bound_ms": memory_s * 1000.0,
-        "fits_in_memory": weights_bytes <= dev.memory_bytes,
-        "weights_bytes": int(weights_bytes),
-        "device_memory_bytes": dev.memory_bytes,
-    }
-    if profile.flops_per_sample is None:
-        out.update(compute_bound_ms=None, latency_ms=None, bound=None, note="no FLOP count in the profile")
-        return out
-    compute_s = profile.flops_per_sample / dev.peak_flops[dt]
-    out.update(
-        compute_bound_ms=compute_s * 1000.0,
-        latency_ms=max(compute_s, memory_s) * 1000.0,
-        bound="compute" if compute_s >= memory_s else "memory",
-    )
-    return out
+
+def projected_devices() -> list[str]:
+    """The catalogued devices that figures are projected onto: every one with a vendor datasheet."""
+    return [d for d in DEVICES.names() if d not in NOMINAL_DEVICES]

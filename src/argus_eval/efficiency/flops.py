@@ -42,10 +42,15 @@ def _custom_mapping() -> dict[Any, Callable[..., int]]:
     }
 
 
-def count_flops(fn: Callable[[], Any]) -> int:
-    """Run fn once under FlopCounterMode and return its FLOPs (= 2 x multiply-accumulates)."""
+def flop_counter() -> Any:
+    """A FlopCounterMode (not displaying) with the formulas torch lacks registered."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False, custom_mapping=_custom_mapping()) as counter:
+    return FlopCounterMode(display=False, custom_mapping=_custom_mapping())
+
+
+def count_flops(fn: Callable[[], Any]) -> int:
+    """Run fn once under FlopCounterMode and return its FLOPs (= 2 x multiply-accumulates)."""
+    with flop_counter() as counter:
         fn()
     return int(counter.get_total_flops())

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus_eval.efficiency.work import Pass, passes_from_json, passes_to_json
 from argus_eval.errors import ResultsError
 
 FIELDS = (  # the measured figures, in display order
@@ -24,7 +25,8 @@ class EfficiencyProfile:
 
     latency_ms_*: per sample at batch 1 after warm-up; throughput_per_s: samples per second at the
     measured batch size; peak_memory_mb: GPU max_memory_allocated, or on CPU the process-wide peak RSS;
-    flops_per_sample: 2 x multiply-accumulates of one sample (None when not counted).
+    flops_per_sample: 2 x multiply-accumulates of one sample (None when not counted); passes: that
+    sample's passes over the weights with their FLOPs and weight bytes (work.py; None when not counted).
     """
 
     latency_ms_p50: float
@@ -34,6 +36,7 @@ class EfficiencyProfile:
     flops_per_sample: int | None
     params: int | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    passes: tuple[Pass, ...] | None = None
 
     @property
     def fingerprint_id(self) -> str:
@@ -41,7 +44,7 @@ class EfficiencyProfile:
         return str(self.fingerprint.get("id", ""))
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON: exactly the measured fields plus the fingerprint."""
+        """Plain JSON: exactly the measured fields plus the fingerprint (and the passes, when counted)."""
         out: dict[str, Any] = {
             "latency_ms_p50": float(self.latency_ms_p50),
             "latency_ms_p95": float(self.latency_ms_p95),
@@ -51,6 +54,8 @@ class EfficiencyProfile:
             "params": None if self.params is None else int(self.params),
             "fingerprint": dict(sorted(self.fingerprint.items())),
         }
+        if self.passes is not None:
+            out["passes"] = passes_to_json(self.passes)
         return out
 
     @classmethod
@@ -69,4 +74,5 @@ class EfficiencyProfile:
             flops_per_sample=None if flops is None else int(flops),
             params=None if params is None else int(params),
             fingerprint=dict(data["fingerprint"]),
+            passes=passes_from_json(data.get("passes")),
         )

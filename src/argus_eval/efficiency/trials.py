@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from argus_eval.efficiency.work import DTYPE_BYTES, Pass, passes_from_json, passes_to_json
 from argus_eval.errors import ResultsError
-
-_BYTES_PER_PARAM = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,8 @@ class TaskTiming:
     """Every timing figure of one model on one task, on one hardware fingerprint.
 
     memory_mb: on CUDA max_memory_allocated during a batch; on CPU the model's weights (the resident
-    set's growth depends on the allocator's history). memory_basis names which of the two it is."""
+    set's growth depends on the allocator's history). memory_basis names which of the two it is.
+    passes: one sample's passes over the weights (work.py), which the roofline projections read."""
 
     model: str
     task: str
@@ -55,6 +55,7 @@ class TaskTiming:
     params: int | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     failed_trials: int = 0
+    passes: tuple[Pass, ...] | None = None
 
     @property
     def latencies(self) -> np.ndarray:
@@ -78,7 +79,7 @@ class TaskTiming:
     def to_json(self) -> dict[str, Any]:
         lat = self.latencies
         thr = self.throughputs
-        return {
+        out: dict[str, Any] = {
             "model": self.model,
             "task": self.task,
             "protocol": self.protocol,
@@ -93,6 +94,9 @@ class TaskTiming:
             "params": self.params,
             "fingerprint": dict(sorted(self.fingerprint.items())),
         }
+        if self.passes is not None:
+            out["passes"] = passes_to_json(self.passes)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TaskTiming:
@@ -115,6 +119,7 @@ class TaskTiming:
             params=None if data.get("params") is None else int(data["params"]),
             fingerprint=dict(data.get("fingerprint") or {}),
             failed_trials=int(data.get("failed_trials", 0)),
+            passes=passes_from_json(data.get("passes")),
         )
 
 
@@ -169,9 +174,7 @@ def measure_memory_mb(
         return float(torch.cuda.max_memory_allocated(dev)) / (1024.0 * 1024.0), "cuda max_memory_allocated"
     if params is None:
         return None, "not measurable on CPU without a parameter count"
-    return params * _BYTES_PER_PARAM.get(dtype, 4) / (
-        1024.0 * 1024.0
-    ), "weights (params x bytes per parameter)"
+    return params * DTYPE_BYTES.get(dtype, 4) / (1024.0 * 1024.0), "weights (params x bytes per parameter)"
 
 
 def summary_spread(timings: Sequence[TaskTiming]) -> float | None:

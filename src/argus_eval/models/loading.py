@@ -83,7 +83,8 @@ def _read_local_config(cfg: ModelConfig, d: Path) -> dict[str, Any]:
     if not any(next(d.glob(p), None) for p in WEIGHT_PATTERNS):
         raise ModelLoadError(
             f"model {cfg.spec!r}: {d} has no weight files ({', '.join(WEIGHT_PATTERNS)}); "
-            "the checkpoint is incomplete"
+            "the checkpoint is incomplete (its config.json alone sizes it: "
+            f"argus profile --size-only -m hf:{d})"
         )
     try:
         data: dict[str, Any] = json.loads(cfg_file.read_text())

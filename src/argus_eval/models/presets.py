@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from argus_eval.models.protocols import CAPTION, CHOOSE, CLASSIFY, EMBED, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.registry import Registry
@@ -10,7 +11,9 @@ from argus_eval.registry import Registry
 
 @dataclass(frozen=True)
 class Preset:
-    """A preset name, the spec it stands for, its adapter family and the capabilities it will offer."""
+    """A preset name, the spec it stands for, its adapter family and the capabilities it will offer;
+    config: the file under models/published holding its checkpoint's published config.json (what
+    `argus profile --size-only` sizes it from without a download), "" when none is shipped."""
 
     name: str
     spec: str
@@ -18,19 +21,33 @@ class Preset:
     capabilities: frozenset[str]
     paper_checkpoint: bool = True
     note: str = ""
+    config: str = ""
 
 
 PRESETS: Registry[Preset] = Registry("model preset")
+PUBLISHED = Path(__file__).resolve().parent / "published"
 
 
 def _add(p: Preset) -> None:
     PRESETS.register(p.name, p)
 
 
-_add(Preset("clip-vit-b32", "hf:openai/clip-vit-base-patch32", "clip", frozenset({EMBED, SCORE_PAIRS})))
 _add(
     Preset(
-        "blip-itm-large-coco", "hf:Salesforce/blip-itm-large-coco", "blip", frozenset({EMBED, SCORE_PAIRS})
+        "clip-vit-b32",
+        "hf:openai/clip-vit-base-patch32",
+        "clip",
+        frozenset({EMBED, SCORE_PAIRS}),
+        config="clip-vit-b32.json",
+    )
+)
+_add(
+    Preset(
+        "blip-itm-large-coco",
+        "hf:Salesforce/blip-itm-large-coco",
+        "blip",
+        frozenset({EMBED, SCORE_PAIRS}),
+        config="blip-itm-large-coco.json",
     )
 )
 _add(Preset("blip-caption-base", "hf:Salesforce/blip-image-captioning-base", "blip", frozenset({CAPTION})))
@@ -42,11 +59,16 @@ _add(
         "lxmert",
         frozenset({CLASSIFY}),
         note="needs region features: options.region_features (npz/h5/tsv) or the grid approximation",
+        config="lxmert-vqa.json",
     )
 )
 _add(
     Preset(
-        "gemma-3-4b", "hf:google/gemma-3-4b-it", "gemma3", frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL})
+        "gemma-3-4b",
+        "hf:google/gemma-3-4b-it",
+        "gemma3",
+        frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL}),
+        config="gemma-3-4b.json",
     )
 )
 _add(
@@ -55,5 +77,6 @@ _add(
         "hf:Qwen/Qwen2.5-VL-3B-Instruct",
         "qwen2_5_vl",
         frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL}),
+        config="qwen2.5-vl-3b.json",
     )
 )

@@ -23,8 +23,13 @@ def _share(results: Results, axis: str, a: str, b: str) -> TCell:
     if reason is not None:
         return TCell("n/c", reason, undefined=True)
     v = results.rankings.share(axis, a, b)
+    incomplete = comp.incomplete_reason(a, b, "overall" if axis == "ARGUS" else "capability")
     if v is None:
+        if incomplete is not None:
+            return TCell("incomplete", incomplete, undefined=True)
         return TCell("undefined", "no bootstrap resamples", undefined=True)
+    if incomplete is not None:  # the share is shown, but no claim follows from it
+        return TCell(f"{v:.3f} (incomplete)", incomplete)
     return _t(f"{v:.3f}{' *' if v >= comp.claim_confidence else ''}")
 
 
@@ -38,30 +43,75 @@ def pairwise(results: Results, axis: str) -> Table:
         caption="Share of paired bootstrap resamples in which the row model beats the column model head to "
         "head on the cells both ran (ties count half). "
         f"A claim 'A above B' needs at least {results.comparison.claim_confidence:.2f}."
-        " n/c: the two share no cell.",
+        " n/c: the two share no cell; incomplete: a model did not score enough of a shared cell, so "
+        "nothing is claimed.",
     )
     for a in names:
         t.rows.append([_t(a), *[_t("-") if a == b else _share(results, axis, a, b) for b in names]])
     return t
 
 
+def _n(results: Results, a: str, b: str) -> TCell:
+    common = results.comparison.common(a, b)
+    if common is None:
+        return _t("-")
+    return TCell(str(common.n), ", ".join(f"{k}: {v}" for k, v in common.cells.items()))
+
+
 def claims(results: Results) -> Table:
-    """Every supported 'A above B' and every tie, with P(A beats B) and what would separate a tie."""
+    """Every supported 'A above B', every tie and every incomplete pair, with P(A beats B), the samples
+    the pair is compared on and what would separate a tie."""
     comp = results.comparison
+    share = (
+        ""
+        if comp.claim_min_scored is None
+        else f" and both models to have scored {comp.claim_min_scored:.0%}"
+    )
     t = Table(
         "claims",
         "Claims the run supports",
-        ["axis", "statement", "P(beats)", "what would separate them"],
+        ["axis", "statement", "P(beats)", "samples (n)", "what would separate them"],
         caption="Stated only at or above the claim level; every other comparable pair is tied within the "
-        "run's uncertainty.",
+        "run's uncertainty. n: the samples both models scored, over their shared tasks and datasets "
+        f"(hover for each). A claim needs both cells complete{share} of every shared cell; otherwise the "
+        "pair is incomplete and nothing is claimed either way.",
     )
     for c in comp.claims:
-        t.rows.append([_t(c.axis), _t(f"{c.above} above {c.below}"), _t(fmt.num(c.p)), _t("-")])
+        t.rows.append(
+            [
+                _t(c.axis),
+                _t(f"{c.above} above {c.below}"),
+                _t(fmt.num(c.p)),
+                _n(results, c.above, c.below),
+                _t("-"),
+            ]
+        )
     for tie in comp.ties:
         a, b = tie.models
-        t.rows.append([_t(tie.axis), _t(f"{a} and {b} tied"), _t(fmt.num(tie.p)), _t(tie.separate_by)])
+        t.rows.append(
+            [
+                _t(tie.axis),
+                _t(f"{a} and {b} tied"),
+                _t(fmt.num(tie.p)),
+                _n(results, a, b),
+                _t(tie.separate_by),
+            ]
+        )
+    for inc in comp.incomplete:
+        a, b = inc.models
+        t.rows.append(
+            [
+                _t(inc.axis),
+                _t(f"{a} and {b} incomplete"),
+                _t(fmt.num(inc.p)),
+                _n(results, a, b),
+                _t(inc.reason),
+            ]
+        )
     for nc in comp.not_comparable:
-        t.rows.append([_t("both"), _t(" and ".join(nc.models) + " not comparable"), _t("-"), _t(nc.reason)])
+        t.rows.append(
+            [_t("both"), _t(" and ".join(nc.models) + " not comparable"), _t("-"), _t("-"), _t(nc.reason)]
+        )
     return t
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from argus_eval.report import charts as ch
 from argus_eval.report import fmt, tables
 from argus_eval.report.comparison_tables import comparison_tables
+from argus_eval.report.failure_tables import failure_tables
 from argus_eval.report.gallery import Gallery, build_gallery
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.tables import Table
@@ -203,9 +204,17 @@ def render_html(results: Results, samples_path: Path, options: HtmlOptions | Non
         "gallery": gallery.items,
         "thumbnails": gallery.thumbnails,
     }
-    t = {tb.key: tb for tb in [*tables.all_tables(results), *comparison_tables(results)]}
+    t = {
+        tb.key: tb
+        for tb in [*tables.all_tables(results), *comparison_tables(results), *failure_tables(results)]
+    }
     sections = [
         ("scorecard", "Scorecard", table_html(t["scorecard"]) + _chart_divs(charts, "charts")),
+        (
+            "failures",
+            "Failed samples",
+            table_html(t["failures"]) + f"<h3>{esc(t['not-run'].title)}</h3>" + table_html(t["not-run"]),
+        ),
         (
             "rankings",
             "Rankings",

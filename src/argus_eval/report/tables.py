@@ -11,6 +11,7 @@ from typing import Any
 
 from argus_eval.report import fmt
 from argus_eval.results_model import Results
+from argus_eval.results_model.efficiency import Projection
 from argus_eval.results_model.reliance import BlindBaseline, Control
 
 
@@ -127,7 +128,8 @@ def cells(results: Results) -> Table:
         "Cells",
         ["model", "task", "dataset", "condition", "protocol", "primary", "scored", "failed", "metrics"],
         caption="Primary score on every scored sample; the interval (in brackets) is the bootstrap interval "
-        "of the cell score on the sample ids common to every cell of its (task, dataset).",
+        "of the cell score on the samples its model scored in every one of its cells of that (task, "
+        "dataset).",
     )
     for c in results.cells:
         protocol = c.protocol + ("" if c.native_protocol else " (substitute)")
@@ -255,18 +257,18 @@ def efficiency(results: Results) -> Table:
             "fingerprint",
             "device projections (estimates)",
         ],
-        caption="Latency per sample at batch 1 after warm-up; FLOPs = 2 x multiply-accumulates. "
-        "Figures from different hardware fingerprints are not comparable; projections are roofline "
-        "estimates and never enter E.",
+        caption="Latency per sample at batch 1 after warm-up; FLOPs = 2 x multiply-accumulates (matrix "
+        "products, convolutions, attention). Figures from different hardware fingerprints are not "
+        "comparable. Projections are roofline estimates (lower bounds) that never enter E: the sum over "
+        "the sample's passes over the weights (a generation: one per new token) of max(FLOPs / peak, "
+        "weight bytes / bandwidth), at the dtype's peak or, where a device lacks it, the nearest one.",
     )
     for name in results.models:
         p = results.profile(name)
         if p is None:
             t.rows.append([_t(name), *[_t("-")] * 7, _t("")])
             continue
-        proj = "; ".join(
-            f"{q.device}: ~{fmt.num(q.latency_ms, 1)} ms (estimate)" for q in p.projections or []
-        )
+        proj = "; ".join(_projection_text(q) for q in p.projections or [])
         t.rows.append(
             [
                 _t(name),
@@ -281,6 +283,15 @@ def efficiency(results: Results) -> Table:
             ]
         )
     return t
+
+
+def _projection_text(q: Projection) -> str:
+    """One device's estimate, with the peak it used when that is not the model's dtype."""
+    how = [] if q.passes is None else [f"{q.passes} pass(es)"]
+    if q.compute_dtype and q.compute_dtype != q.dtype:
+        how.append(f"{q.compute_dtype} peak: no {q.dtype} on {q.device}")
+    extra = f", {', '.join(how)}" if how else ""
+    return f"{q.device}: ~{fmt.num(q.latency_ms, 1)} ms (estimate{extra})"
 
 
 def all_tables(results: Results) -> list[Table]:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import EfficiencyBlock, Timing
+from argus_eval.results_model.failures import Failures
 from argus_eval.results_model.manifest import Manifest
 from argus_eval.results_model.reliance import Reliance
 from argus_eval.results_model.scorecard import ScorecardPart
@@ -29,6 +30,7 @@ class Results(ScorecardPart):
     efficiency: dict[str, EfficiencyBlock | None]
     manifest: Manifest
     notes: list[str]
+    failures: Failures | None = None  # absent from files written before it was recorded
 
     def profile(self, model: str) -> EfficiencyBlock | None:
         """A model's efficiency profile: the run's top-level record, else the copy in its row."""

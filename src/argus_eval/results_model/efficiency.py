@@ -27,8 +27,17 @@ class Fingerprint(Block):
         return self.gpu or self.cpu or self.id or "unnamed hardware"
 
 
+class PassBlock(Block):
+    """One pass over the weights of one sample's work: its FLOPs and the weight bytes it reads."""
+
+    flops: int
+    weight_bytes: int
+
+
 class Projection(Block):
-    """A roofline estimate of one model on a catalogued device (never a measurement, never in E)."""
+    """A roofline estimate of one model on a catalogued device (never a measurement, never in E):
+    the sum over passes of max(FLOPs / peak, weight bytes / bandwidth). compute_dtype and peak_basis
+    name the peak used (the model's dtype, or the nearest the device has, which note then says)."""
 
     estimate: bool
     device: str
@@ -42,6 +51,11 @@ class Projection(Block):
     latency_ms: Number | None
     bound: str | None
     note: str | None = None
+    compute_dtype: str | None = None
+    peak_flops_per_s: Number | None = None
+    peak_basis: str | None = None
+    passes: int | None = None
+    weight_bytes_read: int | None = None
 
 
 class EfficiencyBlock(Block):
@@ -55,6 +69,7 @@ class EfficiencyBlock(Block):
     params: int | None
     fingerprint: Fingerprint
     projections: list[Projection] | None = None
+    passes: list[PassBlock] | None = None
 
 
 class TrialBlock(Block):
@@ -81,6 +96,7 @@ class TaskTimingBlock(Block):
     flops_per_sample: int | None
     params: int | None
     fingerprint: Fingerprint
+    passes: list[PassBlock] | None = None
 
 
 class TimingNoise(Block):

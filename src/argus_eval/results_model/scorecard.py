@@ -111,7 +111,8 @@ class CellKeyFields(Block):
 
 
 class ScorecardCell(CellKeyFields):
-    """A cell's primary score on the sample ids common to its (task, dataset), with its interval."""
+    """A cell's primary score on the samples its model scored in every condition of the cell's (task,
+    dataset), with its interval; n_dropped: samples this cell scored that another condition did not."""
 
     score: Number | None
     n_samples: int
@@ -194,6 +195,31 @@ class NotComparable(Block):
     reason: str
 
 
+class ShortCell(CellKeyFields):
+    """A shared cell one model of a pair did not complete: how many of its samples it scored."""
+
+    scored: int
+    samples: int
+
+
+class Incomplete(Block):
+    """A pair about which no claim is made on an axis: a model did not score enough of a shared cell."""
+
+    axis: str
+    models: ModelPair
+    p: Number | None
+    reason: str
+    cells: list[ShortCell]
+
+
+class CommonSamples(Block):
+    """The samples a pair is compared on: per shared "task/dataset", those both models scored."""
+
+    models: ModelPair
+    n: int  # over every shared (task, dataset)
+    cells: dict[str, int]
+
+
 class ComparisonBlock(Block):
     """The head-to-head comparison of every pair of models (docs/comparisons.md)."""
 
@@ -205,11 +231,25 @@ class ComparisonBlock(Block):
     head_to_head: Pairwise
     win_rate: dict[str, dict[str, Number | None]]
     shared_parts: dict[str, dict[str, dict[str, int]]]
+    # absent from files written before failures were separated per model
+    claim_min_scored: Number | None = None
+    incomplete: list[Incomplete] = Field(default_factory=list)
+    common_samples: list[CommonSamples] = Field(default_factory=list)
 
     def not_comparable_reason(self, a: str, b: str) -> str | None:
         """Why a and b (either order) are not comparable, if they are not."""
         pair = sorted((a, b))
         return next((nc.reason for nc in self.not_comparable if sorted(nc.models) == pair), None)
+
+    def incomplete_reason(self, a: str, b: str, axis: str) -> str | None:
+        """Why no claim is made about a and b (either order) on an axis ("capability", "overall")."""
+        pair = sorted((a, b))
+        return next((i.reason for i in self.incomplete if i.axis == axis and sorted(i.models) == pair), None)
+
+    def common(self, a: str, b: str) -> CommonSamples | None:
+        """The samples a and b (either order) are compared on."""
+        pair = sorted((a, b))
+        return next((c for c in self.common_samples if sorted(c.models) == pair), None)
 
 
 class BootstrapBlock(Block):

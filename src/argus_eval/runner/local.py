@@ -15,12 +15,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from argus_eval.data.types import Sample
 from argus_eval.errors import (
     CapabilityError,
+    CheckpointError,
     ModelCallError,
+    ModelLoadError,
     PerturbationError,
     SampleError,
     StrictModeError,
 )
 from argus_eval.models.protocols import Model
+from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
@@ -34,6 +37,9 @@ from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.records import Record
 
 ModelLoader = Callable[[ModelConfig], Model]
+
+# What "cannot load" means: the run names the model with the reason and goes on with the others.
+LOAD_ERRORS = (ModelLoadError, CheckpointError)
 
 
 @dataclass
@@ -227,11 +233,23 @@ def execute(
         transient=True,
     ) as progress:
         bar = progress.add_task("evaluating", total=total)
+        dead: set[str] = set()  # checkpoints that failed to load here (planned from a stored model info)
         for k, (cell, pos, wanted) in enumerate(todo):
             progress.update(
                 bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}"
             )
-            model = pool.get(cell.model)
+            if cell.model.load_key() in dead:
+                progress.advance(bar, len(wanted))
+                continue
+            try:
+                model = pool.get(cell.model)
+            except LOAD_ERRORS as e:
+                if strict:
+                    raise
+                dead.add(cell.model.load_key())
+                plan.not_loadable(cell.model, redact_text(str(e)))
+                progress.advance(bar, len(wanted))
+                continue
             if cell.key in left_out:
                 records = []
             else:

@@ -18,7 +18,7 @@ from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.executors import EXECUTORS
-from argus_eval.runner.local import ExecStats, ModelPool
+from argus_eval.runner.local import LOAD_ERRORS, ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
@@ -68,11 +68,15 @@ def model_infos(store: Store, pool: ModelPool) -> Callable[[ModelConfig, str], M
     return get
 
 
-def plan_run(cfg: RunSpec, store: Store, pool: ModelPool) -> Plan:
+def plan_run(cfg: RunSpec, store: Store, pool: ModelPool, strict: bool = False) -> Plan:
+    """The run's plan. A checkpoint that cannot load (or be fingerprinted) is named with the reason in
+    plan.not_loaded and its cells in plan.not_run, and the others are planned; with strict it is fatal."""
     datasets = load_datasets(cfg)
     tasks = make_tasks(cfg.tasks)
     conditions = list(cfg.conditions)
     fps: dict[str, str] = {}  # ModelConfig.load_key -> fingerprint, each checkpoint hashed once
+    failed: dict[str, str] = {}  # ModelConfig.load_key -> why it cannot load (filled while planning)
+    not_loaded: list[dict[str, str]] = []
 
     def fingerprint(m: ModelConfig) -> str:
         key = m.load_key()
@@ -81,9 +85,24 @@ def plan_run(cfg: RunSpec, store: Store, pool: ModelPool) -> Plan:
         return fps[key]
 
     infos = model_infos(store, pool)
-    return build_plan(
-        cfg.models, fingerprint, lambda m: infos(m, fingerprint(m)), tasks, datasets, conditions
-    )
+
+    def info(m: ModelConfig) -> ModelInfo | None:
+        key = m.load_key()
+        if key not in failed:
+            try:
+                return infos(m, fingerprint(m))
+            except LOAD_ERRORS as e:
+                if strict:
+                    raise
+                failed[key] = redact_text(str(e))  # a loader's message may quote a URL's credentials
+        entry = {"model": m.name, "checkpoint": redact_text(m.spec), "reason": failed[key]}
+        if entry not in not_loaded:
+            not_loaded.append(entry)
+        return None
+
+    plan = build_plan(cfg.models, fingerprint, info, tasks, datasets, conditions, unavailable=failed)
+    plan.not_loaded = not_loaded
+    return plan
 
 
 def models_manifest(models: Sequence[ModelConfig], plan: Plan) -> dict[str, Any]:
@@ -104,7 +123,8 @@ def require_cells(plan: Plan) -> None:
     """A plan with no cell would print an empty scorecard: say why instead (ConfigError)."""
     if plan.cells:
         return
-    why = [f"task {e['task']} has no samples in dataset {e['dataset']}" for e in plan.not_applicable]
+    why = [f"{e['model']} could not load ({e['reason']})" for e in plan.not_loaded]
+    why += [f"task {e['task']} has no samples in dataset {e['dataset']}" for e in plan.not_applicable]
     why += [f"{e['model']} cannot run {e['task']} ({e['reason']})" for e in plan.skipped]
     raise ConfigError(
         "nothing to evaluate: "
@@ -130,7 +150,7 @@ def run(
     pool = ModelPool(loader)
     with Store(out_dir / "store.sqlite") as store:
         try:
-            plan = plan_run(cfg, store, pool)
+            plan = plan_run(cfg, store, pool, strict)
             plan.retry_failed = retry_failed
             require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
@@ -164,8 +184,19 @@ def run(
         "skipped": plan.skipped,
         "not_applicable": plan.not_applicable,
     }
+    for entry in plan.not_loaded:  # named beside the models that ran, with no fingerprint
+        manifest["models"].setdefault(entry["model"], {"spec": entry["checkpoint"]})
     timing = timing_block(profiles, cfg.efficiency.trials) if cfg.efficiency.enabled else None
-    results = build_results(scored, profiles, cfg.scoring, timing, manifest, skip_notes(plan.datasets))
+    results = build_results(
+        scored,
+        profiles,
+        cfg.scoring,
+        timing,
+        manifest,
+        plan.not_loaded,
+        plan.not_run,
+        skip_notes(plan.datasets),
+    )
     text = results_text(results)
     with writing(out_dir / "results.json"):
         (out_dir / "results.json").write_text(text, encoding="utf-8")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import CapabilityError
@@ -55,6 +56,10 @@ class Plan:
     not_applicable: list[dict[str, str]] = field(default_factory=list)
     # Failed records of earlier runs are computed again (the server may have recovered) unless False.
     retry_failed: bool = True
+    # checkpoints that could not load: {"model", "checkpoint", "reason"}; the run goes on without them
+    not_loaded: list[dict[str, str]] = field(default_factory=list)
+    # the cells those would have run: {"model", "task", "dataset", "condition", "samples", "reason"}
+    not_run: list[dict[str, Any]] = field(default_factory=list)
     # Every dataset of the run (cells or not), for its skipped records (skipped.jsonl and the notes).
     datasets: list[Dataset] = field(default_factory=list)
 
@@ -69,6 +74,27 @@ class Plan:
         }
         if entry not in self.skipped:
             self.skipped.append(entry)
+
+    def not_loadable(self, model: ModelConfig, reason: str) -> None:
+        """A checkpoint that failed to load while the run was under way: every cell it serves is dropped
+        and listed as not run, and the checkpoint as not loaded (the other models go on)."""
+        key = model.load_key()
+        gone = [c for c in self.cells if c.model.load_key() == key]
+        self.cells = [c for c in self.cells if c.model.load_key() != key]
+        for name in sorted({c.model.name for c in gone}):
+            entry = {"model": name, "checkpoint": redact_text(model.spec), "reason": reason}
+            if entry not in self.not_loaded:
+                self.not_loaded.append(entry)
+        self.not_run += [
+            _not_run(c.model.name, c.task, c.dataset, c.condition, len(c.samples), reason) for c in gone
+        ]
+
+
+def _not_run(
+    model: str, task: Task, dataset: Dataset, condition: Condition, samples: int, reason: str
+) -> dict[str, Any]:
+    return {"model": model, "task": task.name, "dataset": dataset.name, "condition": condition.id,
+            "samples": samples, "reason": reason}  # fmt: skip
 
 
 def cell_key(
@@ -111,12 +137,14 @@ def build_plan(
     tasks: Sequence[Task],
     datasets: Sequence[Dataset],
     conditions: Sequence[Condition],
+    unavailable: Mapping[str, str] | None = None,
 ) -> Plan:
     """Expand models x tasks x datasets x conditions; pairs no protocol can serve are named, not run.
 
     Each (model, task) runs on the checkpoint the model resolves for it (ModelConfig.for_task);
     fingerprint and infos are asked about that checkpoint (infos None: its caller already named why the
-    checkpoint is unavailable, and the pair is left out)."""
+    checkpoint is unavailable, and the pair is left out). unavailable: load key -> why a checkpoint
+    could not load; the cells it would have run are listed in plan.not_run."""
     plan = Plan(cells=[], datasets=list(datasets))
     for row in models:
         for task in tasks:
@@ -128,6 +156,15 @@ def build_plan(
                 continue
             info = infos(model)
             if info is None:
+                why = (unavailable or {}).get(model.load_key())
+                if why is not None:
+                    plan.not_run += [
+                        _not_run(row.name, task, ds, cond, len(samples), why)
+                        for ds in datasets
+                        if (samples := task.select(ds))
+                        for cond in conditions
+                        if task.accepts(cond.kind)
+                    ]
                 continue
             try:
                 protocol = serving_protocol(row, model, task, info)

@@ -19,9 +19,9 @@ import numpy as np
 
 from argus_eval.data.types import fingerprint_of
 from argus_eval.efficiency.fingerprint import hardware_fingerprint
-from argus_eval.efficiency.flops import count_flops
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming, Trial, measure_memory_mb, measure_trial
+from argus_eval.efficiency.work import count_work, passes_from_json, passes_to_json
 from argus_eval.errors import ArgusError, SampleError
 from argus_eval.models import embed_memo
 from argus_eval.models.protocols import Model
@@ -148,7 +148,9 @@ class _Unit:
         self.store.put_profile(_key(self.cell, self.cfg, self.hw["id"], f"trial{i}"), t.to_json())
 
     def static(self, model: Model) -> dict[str, Any]:
-        key = _key(self.cell, self.cfg, self.hw["id"], "static")
+        # "work": FLOPs with the passes over the weights; a store holding figures without passes
+        # (written under "static") counts them again
+        key = _key(self.cell, self.cfg, self.hw["id"], "work")
         got = self.store.get_profile(key)
         if got is not None:
             return got
@@ -157,7 +159,13 @@ class _Unit:
         memory, basis = measure_memory_mb(
             lambda: run(self.cfg.efficiency.batch_size), info.device, info.params, info.dtype
         )
-        data = {"memory_mb": memory, "memory_basis": basis, "flops_per_sample": count_flops(lambda: run(1))}
+        work = count_work(lambda: run(1))
+        data = {
+            "memory_mb": memory,
+            "memory_basis": basis,
+            "flops_per_sample": work.flops,
+            "passes": passes_to_json(work.passes),
+        }
         self.store.put_profile(key, data)
         return data
 
@@ -174,6 +182,7 @@ class _Unit:
             params=params,
             fingerprint=self.hw,
             failed_trials=self.failed,
+            passes=passes_from_json(static.get("passes")),
         )
 
 
@@ -193,6 +202,7 @@ def _summary(timings: list[TaskTiming], native_task: str | None) -> EfficiencyPr
         flops_per_sample=main.flops_per_sample,
         params=main.params,
         fingerprint=main.fingerprint,
+        passes=main.passes,
     )
 
 

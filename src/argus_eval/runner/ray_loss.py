@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-# The file (made by the supervisor) into which the driver writes its local cluster's temp dir.
+# The file (made by the supervisor) to which the driver appends its local cluster's temp dir and, when it
+# ends through Python, that it did.
 SESSION_NOTE_ENV = "ARGUS_RAY_SESSION_NOTE"
 _REASON = re.compile(r'reason_message: "([^"]+)"')
 _TAIL_BYTES = 256 * 1024  # the raylet's last words are at the end of a log that can grow large
@@ -22,18 +24,45 @@ _TAIL_BYTES = 256 * 1024  # the raylet's last words are at the end of a log that
 def note_session(temp_dir: str, own: bool) -> None:
     """Tell a supervising process where this driver's local cluster keeps its logs (and whether the
     temp dir is this run's own, to remove)."""
+    _note(f"session {int(own)} {temp_dir}")
+
+
+def note_exit() -> None:
+    """Tell a supervising process that this process ends as the CLI ends (it printed what happened);
+    never written when Ray's C++ or a signal ends it."""
+    _note("exited")
+
+
+def _note(line: str) -> None:
     note = os.environ.get(SESSION_NOTE_ENV)
     if note:
-        Path(note).write_text(f"{temp_dir}\n{int(own)}\n", encoding="utf-8")
+        with open(note, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
 
 
-def read_note(note: Path) -> tuple[Path, bool] | None:
-    """(temp dir, own) written by note_session; None when the driver never started a local cluster."""
+@dataclass(frozen=True)
+class Note:
+    """What a supervised driver noted: its local cluster's temp dir (None: it started none), whether the
+    dir was its own, and whether it ended through Python."""
+
+    temp_dir: Path | None = None
+    own: bool = False
+    exited: bool = False
+
+
+def read_note(path: Path) -> Note:
+    """The note a supervised driver wrote (an empty Note when it wrote nothing)."""
     try:
-        lines = note.read_text(encoding="utf-8").split()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
-        return None
-    return (Path(lines[0]), lines[1] == "1") if len(lines) == 2 else None
+        return Note()
+    sessions = [line.split(" ", 2) for line in lines if line.startswith("session ")]
+    last = sessions[-1] if sessions and len(sessions[-1]) == 3 else None
+    return Note(
+        temp_dir=Path(last[2]) if last else None,
+        own=bool(last and last[1] == "1"),
+        exited="exited" in lines,
+    )
 
 
 def lost_component(temp_dir: Path) -> str | None:

@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from argus_eval.efficiency.devices import DEVICES, get_device, project
+from argus_eval.efficiency.devices import projected_devices
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.efficiency.roofline import project
 from argus_eval.efficiency.trials import summary_spread
+from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.results_model import SCHEMA, Results
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import LeftOut, Projection, TaskTimingBlock, Timing, TimingNoise
+from argus_eval.results_model.failures import Failures
 from argus_eval.results_model.manifest import Manifest
 from argus_eval.results_model.reliance import BlindBaseline, Reliance
 from argus_eval.results_model.scorecard import ScorecardPart
+from argus_eval.runner.failures import failure_notes, failures_block, planned_samples, unavailable_models
 from argus_eval.runner.profiling import Profiles
 from argus_eval.runner.score import ScoredCell, cell_data, cell_summary
 from argus_eval.scoring.extras import extra_scores
@@ -62,21 +66,14 @@ def reliance_block(scored: list[ScoredCell], options: ScoringOptions) -> Relianc
     )
 
 
-_NOMINAL = {"cpu-2core"}  # an assumed machine, not a vendor spec sheet: no projection onto it
-_BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
-
-
 def projections(profile: EfficiencyProfile) -> list[Projection]:
-    """Roofline projections of a measured profile onto the catalogued devices: estimates, never in E."""
+    """Roofline projections of a measured profile onto every catalogued device: estimates, never in E.
+    A dtype a device has no peak for is projected at the nearest one it has, and says so."""
     dtype = str(profile.fingerprint.get("dtype", "float32"))
     if profile.params is None:
         return []
-    weights = profile.params * _BYTES_PER_PARAM.get(dtype, 4)
-    return [
-        Projection.model_validate(project(profile, weights, name, dtype))
-        for name in DEVICES.names()
-        if name not in _NOMINAL and dtype in get_device(name).peak_flops
-    ]
+    weights = profile.params * DTYPE_BYTES[dtype]
+    return [Projection.model_validate(project(profile, weights, name, dtype)) for name in projected_devices()]
 
 
 # A median relative latency spread across trials above this makes E's ranking fragile: say so.
@@ -106,7 +103,7 @@ def timing_block(prof: Profiles, trials_per_task: int) -> Timing:
 
 
 def _notes(
-    scored: list[ScoredCell],
+    failures: Failures,
     prof: Profiles,
     manifest: Manifest,
     card: ScorecardPart,
@@ -127,9 +124,14 @@ def _notes(
             for c in card.below_chance
         )
         notes.append(f"at or below chance, counted in P but not in CDC: {listed}")
-    failed = sum(len(s.failures) for s in scored)
+    failed = sum(f.failed for f in failures.models.values())
     if failed:
         notes.append(f"{failed} sample(s) failed and are excluded from scores (see cells[].failure_reasons)")
+    notes += failure_notes(failures)
+    pairs = {tuple(i.models): i.reason for i in reversed(card.comparison.incomplete)}  # capability first
+    notes += [
+        f"{a} and {b}: incomplete, no claim either way ({why})" for (a, b), why in sorted(pairs.items())
+    ]
     return notes
 
 
@@ -139,10 +141,13 @@ def build_results(
     options: ScoringOptions,
     timing: Timing | None,
     manifest: Mapping[str, Any],
+    not_loaded: Sequence[dict[str, str]] = (),
+    not_run: Sequence[dict[str, Any]] = (),
     input_notes: Sequence[str] = (),
 ) -> Results:
     """Everything a report needs, with deterministic content for the same inputs. timing: the timing
     block when the run timed its models (None without efficiency); manifest: what ran, on what;
+    not_loaded, not_run: the checkpoints that could not load and the cells they did not run;
     input_notes: what the loaders said about the inputs (skipped records), first among the notes."""
     profiles = prof.summaries
     why_no_e = {m: f"{t}: {r}" for (m, t), r in sorted(prof.left_out.items())}
@@ -151,11 +156,17 @@ def build_results(
     proj = {name: projections(p) for name, p in profiles.items() if p is not None}
     # A cell's further official scores (VCR: QA->R, Q->AR) beside its primary, on the same paired resamples.
     extras = {_key(s): s.result.extras for s in scored if s.result is not None and s.result.extras}
-    card = scorecard_blocks(
-        bootstrap_scorecard(cells, profiles, options, prof.timings if timing is not None else None, why_no_e),
-        proj,
-        extra_scores(cells, extras, options) if extras else None,
+    sc = bootstrap_scorecard(
+        cells,
+        profiles,
+        options,
+        prof.timings if timing is not None else None,
+        why_no_e,
+        planned=planned_samples(scored, not_run),
+        unavailable=unavailable_models(scored, not_loaded),
     )
+    card = scorecard_blocks(sc, proj, extra_scores(cells, extras, options) if extras else None)
+    failures = failures_block(scored, not_loaded, not_run)
     man = Manifest.model_validate(manifest)
     reliance = reliance_block(scored, options)
     return Results(
@@ -169,5 +180,6 @@ def build_results(
             for name, p in sorted(profiles.items())
         },
         manifest=man,
-        notes=[*input_notes, *_notes(scored, prof, man, card, reliance, timing)],
+        notes=[*input_notes, *_notes(failures, prof, man, card, reliance, timing)],
+        failures=failures,
     )

@@ -80,6 +80,24 @@ def at_or_below_chance(
     return out
 
 
+def retention_rows(
+    model: str, scores: Mapping[CellKey, FloatArray], flips: Mapping[CellKey, FloatArray]
+) -> tuple[list[RetentionRows], dict[str, str]]:
+    """Each perturbed cell of the model paired with its clean cell (controls measure image reliance,
+    not robustness, and are left out), and the perturbed cells with no clean cell to pair with."""
+    retention: list[RetentionRows] = []
+    unpaired: dict[str, str] = {}
+    for k in sorted(k for k in scores if k.model == model):
+        if k.is_clean or is_control(k.condition):
+            continue
+        c = scores.get(k.clean_key())
+        if c is None:
+            unpaired[f"{k.task}/{k.dataset}/{k.condition}"] = "no clean cell to pair with"
+            continue
+        retention.append(RetentionRows(k, c, scores[k], retention_ratios(c, scores[k]), flips.get(k)))
+    return retention, unpaired
+
+
 def model_rows(
     model: str,
     scores: Mapping[CellKey, FloatArray],
@@ -88,8 +106,12 @@ def model_rows(
     options: ScoringOptions,
     expected: Mapping[str, list[str]],
     below_chance: Mapping[CellKey, float] | None = None,
+    nrows: int | None = None,
+    left_out: Mapping[CellKey, str] | None = None,
 ) -> ModelRows:
-    """All axes of one model; rows of every array are (full sample, resample 1, ...).
+    """All axes of one model; rows of every array are (full sample, resample 1, ...); nrows: how many
+    (default: those of the score rows; needed when no cell has a score); left_out: cells that have no
+    score rows and why (RR names them).
 
     A clean cell at or below its chance level counts in P (as the failure it is) but not in CDC:
     relative deviations around a near-zero mean measure noise, not consistency."""
@@ -97,21 +119,13 @@ def model_rows(
     clean = {k.group: scores[k] for k in mine if k.is_clean}
     floor = below_chance or {}
     consistent = {k.group: scores[k] for k in mine if k.is_clean and k not in floor}
-    nrows = len(next(iter(scores.values())))
-    retention: list[RetentionRows] = []
-    ratios: dict[str, FloatArray] = {}
-    unpaired: dict[str, str] = {}
-    for k in mine:
-        if k.is_clean or is_control(k.condition):  # controls measure image reliance, not robustness
-            continue
-        label = f"{k.task}/{k.dataset}/{k.condition}"
-        c = scores.get(k.clean_key())
-        if c is None:
-            unpaired[label] = "no clean cell to pair with"
-            continue
-        ratio = retention_ratios(c, scores[k])
-        ratios[label] = ratio
-        retention.append(RetentionRows(k, c, scores[k], ratio, flips.get(k)))
+    if nrows is None:
+        nrows = len(next(iter(scores.values())))
+    retention, unpaired = retention_rows(model, scores, flips)
+    for k, why in sorted((left_out or {}).items()):
+        if k.model == model and not k.is_clean and not is_control(k.condition):
+            unpaired[f"{k.task}/{k.dataset}/{k.condition}"] = why
+    ratios = {f"{r.key.task}/{r.key.dataset}/{r.key.condition}": r.ratio for r in retention}
     e = efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows)
     below = {
         f"{k.task}/{k.dataset}": f"score at or below chance ({lvl:.3f})"

@@ -1,8 +1,8 @@
 """A cell's further official scores (e.g. VCR's QA->R and Q->AR beside its Q->A), with paired intervals.
 
 Each extra is a finish over the cell's own components, evaluated on the same paired multinomial resamples
-as the primary scores (same (task, dataset) groups, common sample ids and seed), so an extra's interval is
-paired with every other cell's of its group exactly as the primary score's is.
+as the primary scores (same (model, task, dataset) groups, sample ids and seed), so an extra's interval
+is paired with every other cell's of its group exactly as the primary score's is.
 """
 
 from __future__ import annotations

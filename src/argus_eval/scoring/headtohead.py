@@ -9,12 +9,15 @@ one of the two ran cannot enter their comparison, so doing an extra task never l
 against one that skips it. Capability is h on P's cells; overall is the ARGUS-weighted mean of h over
 the axes the pair shares. Every bootstrap row gives an h, so P(A beats B) is the share of resamples with
 h(A, B) > 1/2 (ties count half), and "A above B" is claimed only when it reaches the configured level.
+Each pair is compared on the samples both models scored (its PairInputs; scoring/pairs.py), and a pair
+whose shared cells one model did not complete is "incomplete": its h and P are shown, but no claim is
+made either way (scoring/completeness.py).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +29,9 @@ from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellKey, FloatArray
 
 AXIS_NAMES = {"capability": "P", "overall": "ARGUS"}
+
+Withheld = Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]]
+"""axis -> (A, B) in name order -> why no claim is made about the pair (its "reason" and "cells")."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class HeadToHead:
     claims: list[dict[str, Any]]
     ties: list[dict[str, Any]]
     not_comparable: list[dict[str, Any]]
+    incomplete: list[dict[str, Any]]  # pairs with a claim withheld: a shared cell not complete
     shared: dict[str, dict[str, dict[str, int]]]  # A -> B -> axis -> shared parts
     kendall_tau: float | None
     kendall_tau_interval: tuple[float, float] | None
@@ -189,12 +196,17 @@ def _join(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _pair_key(x: str, y: str) -> tuple[str, str]:
+    return (x, y) if x < y else (y, x)
+
+
 def _sentence(
     models: Sequence[str],
     verdicts: Mapping[str, Mapping[tuple[str, str], Verdict]],
     confidence: float,
     has_bootstrap: bool,
     not_comparable: Sequence[dict[str, Any]],
+    withheld: Withheld,
 ) -> str:
     """The gap sentence, from supported claims only (no figure that moves between reruns goes in)."""
     level = f"{confidence:.0%}"
@@ -202,16 +214,21 @@ def _sentence(
     if not_comparable:
         pairs = "; ".join(_join(nc["models"]) for nc in not_comparable)
         tail = f" Not comparable (no shared cell): {pairs}."
+    if withheld.get("overall"):
+        pairs = "; ".join(_join(list(p)) for p in sorted(withheld["overall"]))
+        tail += f" Incomplete (a model did not score its shared cells; no claim): {pairs}."
     if len(models) < 2:
         return (
             f"Only {_join(models) if models else 'no model'} was scored, so there is nothing to compare."
             + tail
         )
+    if not verdicts["overall"]:
+        return "No two models share a cell both scored, so there is nothing to compare." + tail
     if not has_bootstrap:
         return "No bootstrap was run, so no model is claimed above another (set scoring.resamples)." + tail
 
     def above(axis: str, x: str, y: str) -> bool:
-        return supported(verdicts, confidence, axis, x, y)
+        return supported(verdicts, confidence, axis, x, y) and _pair_key(x, y) not in withheld.get(axis, {})
 
     reversals = [
         (x, y)
@@ -244,6 +261,7 @@ def _sentence(
             for y in models
             if x < y
             and (x, y) in verdicts["overall"]
+            and (x, y) not in withheld.get("overall", {})
             and not above("overall", x, y)
             and not above("overall", y, x)
         }
@@ -259,15 +277,23 @@ def _sentence(
 
 def head_to_head(
     models: Sequence[str],
-    inp: PairInputs,
+    inputs: PairInputs | Callable[[str, str], PairInputs],
     weights: Mapping[str, float],
     variant: str,
     confidence: float,
     interval_confidence: float,
+    withheld: Withheld | None = None,
 ) -> HeadToHead:
-    """Compare every ordered pair of models; rank by supported wins; build claims, ties and the sentence."""
+    """Compare every ordered pair of models; rank by supported wins; build claims, ties and the sentence.
+
+    inputs: one PairInputs for every pair, or the inputs of a pair (on the samples both scored);
+    withheld: pairs about which no claim is made, per axis, and why (they are listed as incomplete)."""
     names = sorted(models)
-    pairs = {(a, b): compare_pair(inp, a, b, weights, variant) for a in names for b in names if a != b}
+    source = inputs if callable(inputs) else (lambda _a, _b: inputs)
+    held: Withheld = withheld or {}
+    pairs = {
+        (a, b): compare_pair(source(a, b), a, b, weights, variant) for a in names for b in names if a != b
+    }
     verdicts: dict[str, dict[tuple[str, str], Verdict]] = {ax: {} for ax in AXIS_NAMES}
     for key, pr in pairs.items():
         if pr.reason is None:
@@ -284,7 +310,7 @@ def head_to_head(
                     win_rows[ax][m] = np.nanmean(np.stack(rows), axis=0)
 
     def claimed(ax: str, x: str, y: str) -> bool:
-        return supported(verdicts, confidence, ax, x, y)
+        return supported(verdicts, confidence, ax, x, y) and _pair_key(x, y) not in held.get(ax, {})
 
     ranks = {
         ax: {
@@ -304,6 +330,8 @@ def head_to_head(
     for ax in AXIS_NAMES:
         for x in names:
             for y in names:
+                if (x, y) in held.get(ax, {}):
+                    continue
                 if x < y and (x, y) in verdicts[ax] and not claimed(ax, x, y) and not claimed(ax, y, x):
                     e_rows = pairs[(x, y)].h.get("E")
                     p_e = None if e_rows is None else p_beats(e_rows)
@@ -316,8 +344,21 @@ def head_to_head(
                             "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
                         }
                     )
+    incomplete = [
+        {
+            "axis": ax,
+            "models": [a, b],
+            "p": verdicts[ax][(a, b)].p_beats if (a, b) in verdicts[ax] else None,
+            **entry,
+        }
+        for ax in AXIS_NAMES
+        for (a, b), entry in sorted(held.get(ax, {}).items())
+    ]
+    held_pairs = {p for by_pair in held.values() for p in by_pair}
     not_comparable = [
-        {"models": [a, b], "reason": pr.reason} for (a, b), pr in sorted(pairs.items()) if a < b and pr.reason
+        {"models": [a, b], "reason": pr.reason}
+        for (a, b), pr in sorted(pairs.items())
+        if a < b and pr.reason and (a, b) not in held_pairs
     ]
     tau_rows = _tau_rows(win_rows["capability"], win_rows["overall"])
     tau = None if tau_rows is None or np.isnan(tau_rows[0]) else float(tau_rows[0])
@@ -349,10 +390,11 @@ def head_to_head(
         claims=claims,
         ties=ties,
         not_comparable=not_comparable,
+        incomplete=incomplete,
         shared={a: {b: pairs[(a, b)].shared for b in names if b != a} for a in names},
         kendall_tau=tau,
         kendall_tau_interval=None if tau_rows is None else percentile_interval(tau_rows, interval_confidence),
-        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable),
+        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable, held),
     )
 
 

@@ -58,6 +58,13 @@ class ScoringOptions(BaseModel):
         description="'A above B' is stated only when the paired bootstrap gives at least this share of "
         "resamples in which A beats B head to head; otherwise the two are tied.",
     )
+    claim_min_scored: float = Field(
+        default=0.95,
+        ge=0,
+        le=1,
+        description="A claim between two models needs both to have scored at least this share of the "
+        "samples of every cell they share; otherwise the pair is 'incomplete' and nothing is claimed.",
+    )
     reliance: Literal["reported"] = Field(
         default="reported",
         description="How image reliance (clean minus swapped/blank-image score) enters the scorecard: "

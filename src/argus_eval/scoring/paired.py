@@ -1,15 +1,17 @@
-"""Alignment of cells by sample id and paired multinomial resampling per (task, dataset).
+"""Alignment of cells by sample id and paired multinomial resampling per (model, task, dataset).
 
-Pairing: within one (task, dataset) every cell (all models, all conditions) is scored on the
-intersection of the cells' sample ids, so a clean and a perturbed score, or two models, always see the
-same samples. A sample that failed in any cell of the group is dropped from every cell of that group;
-the number dropped per cell is reported. Samples are ordered by id so the draw does not depend on the
-order cells arrive in.
+Pairing: a model's cells of one (task, dataset) (its clean cell and every condition) are scored on the
+samples that model scored in all of them, so its clean and perturbed scores always see the same
+samples. Another model's failures never reach them: each model is aligned on its own samples, and a
+comparison of two models restricts both to the samples they share (restrict). Samples are ordered by id
+so the draw does not depend on the order cells arrive in.
 
-Resampling: one multinomial count vector per (task, dataset) and resample, shared by all its cells;
-a cell's resampled component sums are counts (rows, n) @ components (n, k). Row 0 is all ones, i.e. the
-full sample. The generator of a group is seeded from (seed, crc32 of "task/dataset") so adding a dataset
-does not change the draws of the others.
+Resampling: one multinomial count vector per resample over a group's ids, shared by all its cells; a
+cell's resampled component sums are counts (rows, n) @ components (n, k). Row 0 is all ones, i.e. the
+full sample. The generator is seeded from (seed, crc32 of "task/dataset") and draws over the sorted ids,
+so the same samples give the same draws whichever model or pair they belong to: two models that scored
+the same samples are resampled identically (paired), and adding a dataset does not change the draws of
+the others.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ class AlignedCell:
 
 @dataclass(frozen=True)
 class Group:
-    """All cells of one (task, dataset), aligned on the common sample ids."""
+    """One model's cells of one (task, dataset), aligned on the sample ids common to them; left_out:
+    cells that share no sample with the others (they cannot be paired, so they are not scored)."""
 
+    model: str
     task: str
     dataset: str
     ids: list[str]
     cells: list[AlignedCell]
+    left_out: tuple[CellKey, ...] = ()
 
 
 def _validate(cell: CellData) -> None:
@@ -59,33 +64,61 @@ def _validate(cell: CellData) -> None:
         )
 
 
+def _common_ids(members: Sequence[CellData]) -> tuple[set[str], list[CellData], list[CellKey]]:
+    """The ids common to the cells, starting from the clean cell (first in key order otherwise); a cell
+    that would leave no common id is left out instead, so one disjoint cell cannot sink the others."""
+    first = next((c for c in members if c.key.is_clean), members[0])
+    common = set(first.sample_ids)
+    kept, left_out = [first], []
+    for c in members:
+        if c is first:
+            continue
+        narrowed = common.intersection(c.sample_ids)
+        if narrowed:
+            common = narrowed
+            kept.append(c)
+        else:
+            left_out.append(c.key)
+    return common, sorted(kept, key=lambda c: c.key), left_out
+
+
+def _aligned(cell: CellData, ids: Sequence[str]) -> AlignedCell:
+    pos = {sid: i for i, sid in enumerate(cell.sample_ids)}
+    index = np.fromiter((pos[s] for s in ids), dtype=np.intp, count=len(ids))
+    return AlignedCell(cell, index, len(cell.sample_ids) - len(ids))
+
+
 def align(cells: Sequence[CellData]) -> list[Group]:
-    """Group cells by (task, dataset) and align each group on the ids common to all of its cells."""
-    by_group: dict[tuple[str, str], list[CellData]] = {}
+    """Group cells by (model, task, dataset) and align each group on the ids common to its cells."""
+    by_group: dict[tuple[str, str, str], list[CellData]] = {}
     seen: set[CellKey] = set()
     for cell in cells:
         _validate(cell)
         if cell.key in seen:
             raise MetricError(f"cell {cell.key} appears twice")
         seen.add(cell.key)
-        by_group.setdefault(cell.key.group, []).append(cell)
+        if not cell.sample_ids:
+            raise MetricError(f"cell {cell.key} has no sample; a cell with no scored sample is not scored")
+        by_group.setdefault((cell.key.task, cell.key.dataset, cell.key.model), []).append(cell)
     groups = []
-    for (task, dataset), members in sorted(by_group.items()):
-        members = sorted(members, key=lambda c: c.key)
-        common = set(members[0].sample_ids).intersection(*(c.sample_ids for c in members[1:]))
-        if not common:
-            raise MetricError(
-                f"({task}, {dataset}): no sample id is common to all {len(members)} cells; "
-                "a cell with no successful sample must be dropped before scoring"
-            )
+    for (task, dataset, model), members in sorted(by_group.items()):
+        common, kept, left_out = _common_ids(sorted(members, key=lambda c: c.key))
         ids = sorted(common)
-        aligned = []
-        for c in members:
-            pos = {sid: i for i, sid in enumerate(c.sample_ids)}
-            index = np.fromiter((pos[s] for s in ids), dtype=np.intp, count=len(ids))
-            aligned.append(AlignedCell(c, index, len(c.sample_ids) - len(ids)))
-        groups.append(Group(task, dataset, ids, aligned))
+        groups.append(Group(model, task, dataset, ids, [_aligned(c, ids) for c in kept], tuple(left_out)))
     return groups
+
+
+def restrict(group: Group, ids: Sequence[str]) -> Group:
+    """The group's cells on a subset of its ids (e.g. the samples two models share), in id order."""
+    keep = sorted(ids)
+    return Group(
+        group.model,
+        group.task,
+        group.dataset,
+        keep,
+        [_aligned(a.cell, keep) for a in group.cells],
+        group.left_out,
+    )
 
 
 def paired_counts(group: Group, resamples: int, seed: int) -> FloatArray:
@@ -98,6 +131,21 @@ def paired_counts(group: Group, resamples: int, seed: int) -> FloatArray:
     draws = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
     counts = np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n)
     return np.vstack([np.ones((1, n)), counts]).astype(np.float64)
+
+
+class Draws:
+    """paired_counts memoised by (task, dataset, ids): models (and pairs) that scored the same samples
+    share one draw instead of repeating it. One per scoring pass; it holds that pass's arrays only."""
+
+    def __init__(self, resamples: int, seed: int) -> None:
+        self.resamples, self.seed = resamples, seed
+        self._memo: dict[tuple[str, str, tuple[str, ...]], FloatArray] = {}
+
+    def __call__(self, group: Group) -> FloatArray:
+        key = (group.task, group.dataset, tuple(group.ids))
+        if key not in self._memo:
+            self._memo[key] = paired_counts(group, self.resamples, self.seed)
+        return self._memo[key]
 
 
 def _flip_indicators(group: Group) -> dict[CellKey, FloatArray]:
@@ -120,11 +168,12 @@ def group_rows(
 ) -> tuple[dict[CellKey, FloatArray], dict[CellKey, FloatArray]]:
     """Primary score rows of every cell of the group and flip-rate rows of its perturbed cells.
 
-    One matmul of the counts with all cells' components and flip indicators side by side, then each
-    cell's finish on its slice of the summed components; a flip rate is the resampled share of flips."""
-    flips = _flip_indicators(group)
+    One matmul of the counts with the group's cells' components side by side (one model's cells only,
+    so the summation order, which depends on the product's shape, never depends on another model),
+    then each cell's finish on its slice of the summed components; the flip indicators get a product of
+    their own (a cell's scores do not depend on whether predictions were recorded), and a flip rate is
+    the resampled share of flips."""
     blocks = [a.cell.components[a.index].astype(np.float64) for a in group.cells]
-    blocks += [f[:, None] for f in flips.values()]
     sums = counts @ np.concatenate(blocks, axis=1)
     scores: dict[CellKey, FloatArray] = {}
     start = 0
@@ -137,6 +186,9 @@ def group_rows(
             )
         scores[a.cell.key] = score
         start += k
-    n = len(group.ids)
-    flip_rows = {key: sums[:, start + j] / n for j, key in enumerate(flips)}
+    flips = _flip_indicators(group)
+    flip_rows: dict[CellKey, FloatArray] = {}
+    if flips:
+        shares = counts @ np.stack(list(flips.values()), axis=1) / len(group.ids)
+        flip_rows = {key: shares[:, j] for j, key in enumerate(flips)}
     return scores, flip_rows

@@ -1,8 +1,8 @@
 """Image reliance: how much a model's score depends on seeing the right image.
 
 For each model, task and dataset with control cells ("control:swap@1", "control:blank@1"):
-reliance = clean score - control score, on the same common sample ids, with a paired bootstrap
-interval (the very resamples the scorecard draws for that (task, dataset): same seed, same counts),
+reliance = clean score - control score, on the samples the model scored in all its cells there, with a
+paired bootstrap interval (the very resamples the scorecard draws for them: same seed, same counts),
 and the share of predictions that stay the same under the control. A model that ignores its image
 has reliance 0 and keeps every prediction; one that reads the answer off the image loses about its
 whole clean score above chance.
@@ -25,8 +25,9 @@ CONTROL_KIND = "control"
 TaskCell = tuple[str, str, str]  # (model, task, dataset)
 
 NOTES = (
-    "reliance = clean score - control score on the sample ids common to every cell of the (task, "
-    "dataset); intervals are percentile intervals over the scorecard's own paired resamples",
+    "reliance = clean score - control score on the sample ids the model scored in every one of its "
+    "cells of the (task, dataset); intervals are percentile intervals over the scorecard's own paired "
+    "resamples",
     "same_prediction = share of samples whose prediction under the control equals the clean one",
     "controls are not perturbations: they are left out of RR and of the severity curves",
 )

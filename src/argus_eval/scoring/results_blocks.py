@@ -18,9 +18,11 @@ from argus_eval.results_model.scorecard import (
     BelowChance,
     BootstrapBlock,
     Claim,
+    CommonSamples,
     ComparisonBlock,
     ExtraScore,
     Gap,
+    Incomplete,
     ModelRow,
     NotComparable,
     RankEntry,
@@ -29,6 +31,7 @@ from argus_eval.results_model.scorecard import (
     ScorecardCell,
     ScorecardPart,
     ScoringOptionsEcho,
+    ShortCell,
     Tie,
 )
 from argus_eval.scoring.axis_registry import axis_names, axis_specs
@@ -114,9 +117,26 @@ def _shift(h: HeadToHead) -> dict[str, int | None]:
     return {m: (c - o) if (c := cap[m]) is not None and (o := ovr[m]) is not None else None for m in cap}
 
 
-def _comparison(h: HeadToHead) -> ComparisonBlock:
+def _incomplete(entry: dict[str, Any]) -> Incomplete:
+    cells = [ShortCell(**_key_fields(CellKey(c["model"], c["task"], c["dataset"], c["condition"])),
+                       scored=c["scored"], samples=c["samples"]) for c in entry["cells"]]  # fmt: skip
+    return Incomplete(**clean({k: v for k, v in entry.items() if k != "cells"}), cells=cells)
+
+
+def _common(pairs: Mapping[tuple[str, str], Mapping[tuple[str, str], int]]) -> list[CommonSamples]:
+    return [
+        CommonSamples(
+            models=pair, n=sum(cells.values()), cells={f"{t}/{d}": n for (t, d), n in sorted(cells.items())}
+        )
+        for pair, cells in sorted(pairs.items())
+    ]
+
+
+def _comparison(sc: Scorecard) -> ComparisonBlock:
+    h = sc.comparison
     return ComparisonBlock(
-        method="head-to-head win rate over shared cells (see docs/comparisons.md)",
+        method="head-to-head win rate over shared cells, on the samples both models scored "
+        "(see docs/comparisons.md)",
         claim_confidence=h.confidence,
         claims=[Claim(**clean(c)) for c in h.claims],
         ties=[Tie(**clean(t)) for t in h.ties],
@@ -124,6 +144,9 @@ def _comparison(h: HeadToHead) -> ComparisonBlock:
         head_to_head=clean(h.head_to_head),
         win_rate=clean(h.win_rate),
         shared_parts=clean(h.shared),
+        claim_min_scored=sc.options.claim_min_scored,
+        incomplete=[_incomplete(i) for i in h.incomplete],
+        common_samples=_common(sc.common_samples),
     )
 
 
@@ -171,7 +194,7 @@ def scorecard_blocks(
             kendall_tau_interval=clean(h.kendall_tau_interval),
             rank_shift=_shift(h),
         ),
-        comparison=_comparison(h),
+        comparison=_comparison(sc),
         below_chance=[
             BelowChance(**_key_fields(c.key), score=clean(c.score), chance=clean(c.chance))
             for c in sc.cells

@@ -12,19 +12,24 @@ from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
 from argus_eval.scoring.axes import efficiency_axis
 from argus_eval.scoring.axis_registry import axis_names
+from argus_eval.scoring.completeness import Coverage, shortfalls
 from argus_eval.scoring.efficiency_axis import efficiency_from_timings
 from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
-from argus_eval.scoring.headtohead import HeadToHead, head_to_head, pair_inputs
+from argus_eval.scoring.headtohead import HeadToHead, head_to_head
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
+from argus_eval.scoring.paired import Draws, Group, align, group_rows
+from argus_eval.scoring.pairs import PairRows
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray
 
 Interval = tuple[float, float] | None
 
 BOOTSTRAP_NOTES = (
-    "paired: one multinomial resample of the common sample ids per (task, dataset), shared by every "
-    "model and condition of that (task, dataset)",
+    "paired: one multinomial resample per (task, dataset) of the sample ids a model scored in all its "
+    "conditions there, shared by those conditions; the same ids give the same draw, so models that "
+    "scored the same samples are resampled identically",
+    "a model's own figures use only its own scored samples; a head-to-head comparison restricts both "
+    "models to the samples both scored (comparison.common_samples) and resamples those",
     "every cell score, axis, ARGUS and R is recomputed from each resample; corpus-level statistics "
     "inside a cell's finish (e.g. CIDEr document frequencies) are those its task provides",
     "efficiency (E) from timing trials: each (model, task)'s trials are resampled with replacement in every "
@@ -35,7 +40,8 @@ BOOTSTRAP_NOTES = (
 
 @dataclass(frozen=True)
 class CellScore:
-    """Primary score of one cell on the common sample ids of its (task, dataset)."""
+    """Primary score of one cell on the samples its model scored in all its conditions of the cell's
+    (task, dataset); n_dropped: samples this cell scored that another condition of the model did not."""
 
     key: CellKey
     score: float
@@ -89,6 +95,8 @@ class Scorecard:
     cells: list[CellScore]
     comparison: HeadToHead
     bootstrap: BootstrapInfo | None
+    # (A, B) in name order -> (task, dataset) -> samples both scored, on which the pair is compared
+    common_samples: dict[tuple[str, str], dict[tuple[str, str], int]]
 
 
 def _point(rows: FloatArray | None) -> float | None:
@@ -103,6 +111,7 @@ class _Rows:
     models: dict[str, ModelRows]
     e_tasks: dict[tuple[str, str], FloatArray]
     floor: dict[CellKey, float]  # clean cells at or below chance (decided by row 0)
+    draws: Draws  # the resample counts of these rows, by (task, dataset, ids)
 
 
 @dataclass(frozen=True)
@@ -144,33 +153,54 @@ def _rows(
     """Cell score rows and every model's axis rows for the full sample plus `resamples` resamples."""
     scores: dict[CellKey, FloatArray] = {}
     flips: dict[CellKey, FloatArray] = {}
+    draws = Draws(resamples, options.seed)
     for g in groups:
-        counts = paired_counts(g, resamples, options.seed)
-        cell_rows, flip_rows = group_rows(g, counts)
+        cell_rows, flip_rows = group_rows(g, draws(g))
         scores.update(cell_rows)
         flips.update(flip_rows)
     expected = expected_datasets(list(scores))
     floor = at_or_below_chance(scores, chance)
     e_values, e_tasks = eff.rows(models, options, resamples)
-    rows = {m: model_rows(m, scores, flips, e_values[m], options, expected, floor) for m in models}
-    return _Rows(scores, rows, e_tasks, floor)
+    left = {
+        k: "shares no scored sample with the model's other cells there" for g in groups for k in g.left_out
+    }
+    rows = {
+        m: model_rows(m, scores, flips, e_values[m], options, expected, floor, 1 + resamples, left)
+        for m in models
+    }
+    return _Rows(scores, rows, e_tasks, floor, draws)
 
 
-def _comparison(rows: _Rows, models: list[str], options: ScoringOptions) -> HeadToHead:
-    inputs = pair_inputs(
-        rows.scores,
-        rows.floor,
-        {m: [(r.key, r.ratio) for r in rows.models[m].retention] for m in models},
-        rows.e_tasks,
-    )
-    return head_to_head(
+def _comparison(
+    groups: list[Group], rows: _Rows, models: list[str], options: ScoringOptions, coverage: Coverage
+) -> tuple[HeadToHead, dict[tuple[str, str], dict[tuple[str, str], int]]]:
+    """Every pair head to head on the samples both scored; claims withheld where a pair is incomplete."""
+    retention = {r.key: r.ratio for m in models for r in rows.models[m].retention}
+    pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws)
+    h = head_to_head(
         models,
-        inputs,
+        pairs,
         options.weights.as_dict(),
         options.cdc_variant,
         options.claim_confidence,
         options.confidence,
+        shortfalls(coverage, options.claim_min_scored),
     )
+    common = {(a, b): pairs.common_samples(a, b) for i, a in enumerate(models) for b in models[i + 1 :]}
+    return h, {k: v for k, v in common.items() if v}
+
+
+def _no_cell(card: ModelCard, reason: str) -> ModelCard:
+    """A model with no scored cell: every axis undefined, for the one reason it has no figure."""
+    axes = {a: AxisValue(None, None, reason) for a in card.axes}
+    return ModelCard(card.name, axes, dict.fromkeys(card.intervals), [], {}, card.efficiency)
+
+
+def _why_no_cell(model: str, coverage: Coverage) -> str:
+    if model in coverage.unavailable:
+        return f"no cell ran: {coverage.unavailable[model]}"
+    asked = sum(n for k, n in coverage.planned.items() if k.model == model)
+    return f"no sample scored: all {asked} of its samples failed"
 
 
 def _build(
@@ -178,11 +208,13 @@ def _build(
     eff: _Efficiency,
     options: ScoringOptions,
     resamples: int,
+    coverage: Coverage,
 ) -> Scorecard:
     groups = align(cells)
     sizes = {a.cell.key: (len(g.ids), a.dropped) for g in groups for a in g.cells}
     chance = {c.key: c.chance for c in cells}
-    models = sorted({k.model for k in sizes})
+    scored_models = {k.model for k in sizes}
+    models = sorted(scored_models | coverage.models())
     # The point values come from a run without resamples so they do not depend on the resample count
     # (not even in the last bit); the resample run repeats row 0 and adds the resamples.
     point = _rows(groups, eff, models, options, 0, chance)
@@ -210,6 +242,8 @@ def _build(
         card_intervals = {} if br is None else {a: interval(br.axes[a].values) for a in axis_names()}
         axes = {a: mr.axes[a].point() for a in axis_names()}
         cards[m] = ModelCard(m, axes, card_intervals, retention, curves, eff.profiles.get(m))
+        if m not in scored_models:
+            cards[m] = _no_cell(cards[m], _why_no_cell(m, coverage))
     cell_list = [
         CellScore(
             k,
@@ -221,11 +255,20 @@ def _build(
         )
         for k, v in sorted(point.scores.items())
     ]
-    comparison = _comparison(boot if boot is not None else point, models, options)
+    comparison, common = _comparison(groups, boot if boot is not None else point, models, options, coverage)
     info = None
     if boot is not None:
         info = BootstrapInfo(resamples, options.seed, options.confidence, comparison.pairwise)
-    return Scorecard(options, cards, cell_list, comparison, info)
+    return Scorecard(options, cards, cell_list, comparison, info, common)
+
+
+def _coverage(
+    cells: Sequence[CellData], planned: Mapping[CellKey, int] | None, unavailable: Mapping[str, str] | None
+) -> Coverage:
+    """What each cell asked (planned; default: what it scored, i.e. complete) and scored."""
+    scored = {c.key: len(c.sample_ids) for c in cells}
+    asked = dict(scored) if planned is None else {**scored, **planned}
+    return Coverage(asked, scored, dict(unavailable or {}))
 
 
 def compute_scorecard(
@@ -234,10 +277,12 @@ def compute_scorecard(
     options: ScoringOptions,
     timings: Mapping[tuple[str, str], TaskTiming] | None = None,
     timing_undefined: Mapping[str, str] | None = None,
+    planned: Mapping[CellKey, int] | None = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> Scorecard:
     """Point values of every cell metric and axis, rankings and the gap (no intervals, no claims)."""
     eff = _Efficiency(efficiency, timings, timing_undefined or {})
-    return _build(cells, eff, options, resamples=0)
+    return _build(cells, eff, options, 0, _coverage(cells, planned, unavailable))
 
 
 def bootstrap_scorecard(
@@ -246,10 +291,16 @@ def bootstrap_scorecard(
     options: ScoringOptions,
     timings: Mapping[tuple[str, str], TaskTiming] | None = None,
     timing_undefined: Mapping[str, str] | None = None,
+    planned: Mapping[CellKey, int] | None = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> Scorecard:
     """compute_scorecard plus options.resamples paired resamples: percentile intervals for every cell
     score, retention, flip rate, axis and ARGUS, and the head-to-head verdicts P(A beats B) on capability
     and overall. Point values are identical to compute_scorecard's. With timings, E is computed per
-    task from the timing trials and resampled with them; with per-model profiles only, E is constant."""
+    task from the timing trials and resampled with them; with per-model profiles only, E is constant.
+
+    planned: samples each cell of the plan asked, cells no sample of which was scored included (the
+    completeness of a pair's shared cells decides whether a claim can be made); unavailable: models
+    that ran no cell and why (e.g. could not load). Both default to "every cell complete"."""
     eff = _Efficiency(efficiency, timings, timing_undefined or {})
-    return _build(cells, eff, options, resamples=options.resamples)
+    return _build(cells, eff, options, options.resamples, _coverage(cells, planned, unavailable))
