@@ -258,3 +258,28 @@ def test_repair_text_replaces_lone_surrogates_and_joins_pairs() -> None:
     assert repair_text("\ud83d\ude00") == "\U0001f600"  # a pair (as a JSON escape gives it) is its emoji
     assert repair_text("\udfff\ud800") == "\ufffd\ufffd"
     assert repair_text("plain") == "plain"
+
+
+def test_notes_name_the_first_skips_then_count_the_rest(tmp_path: Path) -> None:
+    from argus_eval.data.types import SkippedRecord
+    from argus_eval.runner.skipped import NOTED_SKIPS, skip_notes, write_skipped
+
+    skipped = [SkippedRecord("/d/val.jsonl", f"line {i}", "answer_label 9 is outside 0..3") for i in range(5)]
+    ds = Dataset(name="v", samples=[], image_root=tmp_path, fingerprint="f", skipped=skipped)
+    notes = skip_notes([ds])
+    assert notes == [
+        "dataset v: 5 annotation record(s) skipped by the loader, each named in skipped.jsonl",
+        *[
+            f"dataset v: skipped /d/val.jsonl: line {i}: answer_label 9 is outside 0..3"
+            for i in range(NOTED_SKIPS)
+        ],
+        f"dataset v: {5 - NOTED_SKIPS} more skipped record(s) in skipped.jsonl",
+    ]
+    assert write_skipped([ds], tmp_path / "skipped.jsonl") == 5
+    lines = [json.loads(x) for x in (tmp_path / "skipped.jsonl").read_text().splitlines()]
+    assert lines[4] == {
+        "dataset": "v",
+        "source": "/d/val.jsonl",
+        "record": "line 4",
+        "reason": skipped[4].reason,
+    }

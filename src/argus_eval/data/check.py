@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from argus_eval.data.formats import FORMATS, LoadContext, load_dataset
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.data.paths import image_inside_root
-from argus_eval.data.types import Dataset, SkippedRecord, named_skips
+from argus_eval.data.types import Dataset, SkippedRecord
 from argus_eval.errors import ConfigError, SampleError
 
 # Skipped records named in the summary (all of them are in --json).
@@ -55,7 +55,9 @@ class CheckReport:
         lines += [f"  missing: {m}" for m in self.missing[:10]]
         lines += [f"  corrupt: {c}" for c in self.corrupt[:10]]
         lines += [f"  refused: {c}" for c in self.outside[:10]]
-        lines += [f"  skipped: {s}" for s in named_skips(self.skipped_records, SHOWN_SKIPS)]
+        lines += [f"  skipped: {s.line()}" for s in self.skipped_records[:SHOWN_SKIPS]]
+        if len(self.skipped_records) > SHOWN_SKIPS:
+            lines.append(f"  skipped: ... and {len(self.skipped_records) - SHOWN_SKIPS} more (all in --json)")
         return "\n".join(lines)
 
 

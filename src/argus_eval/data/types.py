@@ -59,14 +59,6 @@ class SkippedRecord:
         return {"source": self.source, "record": self.record, "reason": self.reason}
 
 
-def named_skips(skipped: Sequence[SkippedRecord], shown: int) -> list[str]:
-    """The first `shown` skips named one per line, then how many more there are."""
-    lines = [s.line() for s in skipped[:shown]]
-    if len(skipped) > shown:
-        lines.append(f"... and {len(skipped) - shown} more")
-    return lines
-
-
 # (family, question_type, answer) triples of a training split
 TrainAnswers = tuple[tuple[str, str, str], ...]
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from argus_eval.data.types import Dataset, named_skips
+from argus_eval.data.types import Dataset
 
 # Skipped records of a dataset named in the notes (and so on the console); skipped.jsonl has them all.
 NOTED_SKIPS = 3
@@ -24,7 +24,9 @@ def skip_notes(datasets: Sequence[Dataset]) -> list[str]:
         notes.append(
             f"dataset {ds.name}: {n} annotation record(s) skipped by the loader, each named in skipped.jsonl"
         )
-        notes += [f"dataset {ds.name}: skipped {line}" for line in named_skips(ds.skipped, NOTED_SKIPS)]
+        notes += [f"dataset {ds.name}: skipped {s.line()}" for s in ds.skipped[:NOTED_SKIPS]]
+        if n > NOTED_SKIPS:
+            notes.append(f"dataset {ds.name}: {n - NOTED_SKIPS} more skipped record(s) in skipped.jsonl")
     return notes
 
 
