@@ -76,3 +76,79 @@ def serve(state: ServerState) -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+# --- raw responses: faults no real server shows on purpose ---------------------------------------------
+
+
+@dataclass
+class Raw:
+    """One response as bytes on the wire: head (status line and headers, CRLF-joined, without the blank
+    line), then body pieces each written after its delay; close_early drops the connection before the
+    last piece."""
+
+    head: bytes
+    pieces: list[tuple[float, bytes]]
+    close_early: bool = False
+
+
+@dataclass
+class RawState:
+    """What the raw server sends next (the test sets it before each request) and how often it was asked."""
+
+    next: Raw | None = None
+    served: int = 0
+
+
+@contextmanager
+def serve_raw(state: RawState) -> Iterator[str]:
+    """A loopback server that reads each request whole, then writes state.next byte for byte (no HTTP
+    library between the test and the wire); yields its base URL."""
+    import socket
+    import socketserver
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            length = 0
+            while (line := self.rfile.readline()) not in (b"\r\n", b"\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            self.rfile.read(length)
+            raw = state.next
+            state.served += 1
+            if raw is None:
+                return
+            try:
+                if raw.head:  # an empty head: the pieces carry the whole response (a late head, say)
+                    self.wfile.write(raw.head + b"\r\n\r\n")
+                pieces = raw.pieces[:-1] if raw.close_early else raw.pieces
+                for delay, data in pieces:
+                    if delay:
+                        time.sleep(delay)
+                    self.wfile.write(data)
+                    self.wfile.flush()
+            except OSError:  # the client gave up (its deadline): nothing more to send
+                return
+            if raw.close_early:
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def raw_json(status: int, body: bytes, headers: dict[str, str] | None = None) -> Raw:
+    """A complete response with a Content-Length."""
+    lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in (headers or {"Content-Type": "application/json"}).items()]
+    return Raw("\r\n".join(lines).encode("latin-1"), [(0.0, body)])

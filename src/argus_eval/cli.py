@@ -334,13 +334,29 @@ def main() -> None:
 
     ArgusError and an unusable file or folder (OSError: disk full, permission, read-only, name too
     long) exit 2; a usage error exits 2 with click's message on one line; Ctrl-C exits 130 saying how
-    to resume."""
+    to resume. A run on Ray is supervised (commands/supervise.py), so that a driver Ray ends abruptly
+    still ends with one error line."""
+    try:
+        _main()
+    except Exception:  # a traceback (--debug, or a bug) is this process's own end too
+        from argus_eval.runner.ray_loss import note_exit
+
+        note_exit()
+        raise
+
+
+def _main() -> None:
     debug = "--debug" in sys.argv
     try:
+        from argus_eval.commands.supervise import supervised_run
+
+        supervised = supervised_run(sys.argv[1:])  # a run on Ray: its child's status (it printed)
+        if supervised is not None:
+            _exit(supervised)
         code = app(standalone_mode=False)
     except NoArgsIsHelpError as e:
         err_console.print(e.format_message(), highlight=False, markup=False)
-        sys.exit(2)
+        _exit(2)
     except UsageError as e:
         command = e.ctx.command_path if e.ctx is not None else "argus"
         _fail(f"{e.format_message()} (see {command} --help)")
@@ -358,17 +374,27 @@ def main() -> None:
         _fail(os_error_line(e))
     if code == 130:  # typer turns Ctrl-C inside a command into exit code 130, silently
         _interrupted()
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0)
 
 
 def _interrupted() -> NoReturn:
     err_console.print("interrupted; rerun the same command to resume", highlight=False)
-    sys.exit(130)
+    _exit(130)
+
+
+def _exit(code: int) -> NoReturn:
+    from argus_eval.runner.ray_loss import note_exit
+
+    note_exit()  # a supervised run on Ray: this end is the CLI's own (commands/supervise.py)
+    sys.exit(code)
 
 
 def _fail(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    sys.exit(2)
+    from argus_eval.models.secrets import redact_text
+
+    # Last line of defence: no URL credential reaches stderr, whichever error quoted it.
+    err_console.print(f"[bold red]error:[/] {escape(redact_text(message))}", highlight=False, soft_wrap=True)
+    _exit(2)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from argus_eval.models.spec import ModelConfig
 
 
 def list_models(console: Console, as_json: bool) -> None:
@@ -62,15 +67,18 @@ def list_formats(console: Console, as_json: bool) -> None:
 
 
 def check_datasets(config: Path, console: Console, as_json: bool) -> None:
+    """Load and check every dataset of a config (images included) and check that every model it names
+    is loadable (without loading weights); DatasetError or ModelLoadError after the reports when not."""
     from dataclasses import asdict
 
     from argus_eval.data.check import check_dataset
-    from argus_eval.errors import DatasetError
+    from argus_eval.errors import DatasetError, ModelLoadError
     from argus_eval.runner.config import load_config
     from argus_eval.runner.datasets import load_datasets
 
     cfg = load_config(config)
     reports = [check_dataset(ds) for ds in load_datasets(cfg)]
+    models = model_problems(cfg.models)
     if as_json:
         rows = [{**asdict(r), "ok": r.ok} for r in reports]
         sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
@@ -80,3 +88,20 @@ def check_datasets(config: Path, console: Console, as_json: bool) -> None:
     bad = [r.name for r in reports if not r.ok]
     if bad:
         raise DatasetError(f"{config}: missing or corrupt images in {', '.join(bad)} (listed above)")
+    if models:
+        raise ModelLoadError(f"{config}: " + "; ".join(models))
+
+
+def model_problems(models: Sequence[ModelConfig]) -> list[str]:
+    """Why each model entry (each checkpoint of a composite) is not loadable, one line per problem."""
+    from argus_eval.errors import ArgusError
+    from argus_eval.models.loading import check_spec
+
+    out = []
+    for m in models:
+        for task, ckpt in (m.checkpoints() or {"": m}).items():
+            try:
+                check_spec(ckpt)
+            except ArgusError as e:
+                out.append(f"model {m.name!r}{f' (task {task})' if task else ''}: {e}")
+    return out

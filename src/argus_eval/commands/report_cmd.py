@@ -12,5 +12,8 @@ def report_command(run_dir: Path, console: Console) -> None:
     """Write summary.md, report.html, scorecard.csv and cells.csv from results.json and samples.jsonl."""
     from argus_eval.report.build import write_reports
 
-    paths = write_reports(run_dir)
+    warnings: list[str] = []
+    paths = write_reports(run_dir, warnings=warnings)
+    for w in warnings:
+        console.print(Text(f"warning: {w}"))
     console.print(Text("wrote " + ", ".join(str(p) for p in paths)))

@@ -112,6 +112,8 @@ def run_command(
                     "retried_failed": outcome.stats.retried,
                     "answers_cut": outcome.stats.answers_cut,
                     "left_out": outcome.plan.skipped,
+                    # annotation records the loaders skipped, each named in skipped.jsonl
+                    "skipped_records": sum(len(d.skipped) for d in outcome.plan.datasets),
                     "models": results_json(res)["models"],
                 },
                 indent=1,

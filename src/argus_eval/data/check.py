@@ -12,10 +12,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from argus_eval.data.formats import FORMATS, LoadContext, load_dataset
-from argus_eval.data.images import load_image
+from argus_eval.data.images import load_image, readable_file
 from argus_eval.data.paths import image_inside_root
-from argus_eval.data.types import Dataset
+from argus_eval.data.types import Dataset, SkippedRecord
 from argus_eval.errors import ConfigError, SampleError
+
+# Skipped records named in the summary (all of them are in --json).
+SHOWN_SKIPS = 10
 
 
 @dataclass
@@ -29,6 +32,7 @@ class CheckReport:
     corrupt: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)  # links out of the image root, refused
     skipped: int = 0
+    skipped_records: list[SkippedRecord] = field(default_factory=list)  # each named: file, record, reason
     families: dict[str, int] = field(default_factory=dict)
     unscorable: int = 0
 
@@ -51,6 +55,9 @@ class CheckReport:
         lines += [f"  missing: {m}" for m in self.missing[:10]]
         lines += [f"  corrupt: {c}" for c in self.corrupt[:10]]
         lines += [f"  refused: {c}" for c in self.outside[:10]]
+        lines += [f"  skipped: {s.line()}" for s in self.skipped_records[:SHOWN_SKIPS]]
+        if len(self.skipped_records) > SHOWN_SKIPS:
+            lines.append(f"  skipped: ... and {len(self.skipped_records) - SHOWN_SKIPS} more (all in --json)")
         return "\n".join(lines)
 
 
@@ -61,6 +68,7 @@ def check_dataset(ds: Dataset, decode: bool = True) -> CheckReport:
         name=ds.name,
         counts={"images": len(ds.samples) - q, "questions": q},
         skipped=len(ds.skipped),
+        skipped_records=list(ds.skipped),
         families=dict(Counter(str(s.metadata["family"]) for s in ds.samples if "family" in s.metadata)),
         unscorable=sum(1 for s in ds.samples if s.metadata.get("unscorable")),
     )
@@ -70,7 +78,7 @@ def check_dataset(ds: Dataset, decode: bool = True) -> CheckReport:
             continue
         seen.add(s.image)
         path = ds.image_path(s)
-        if not path.is_file():
+        if not readable_file(path):
             report.missing.append(f"{s.sample_id}: {path}")
             continue
         try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from argus_eval.data.types import Dataset
+from argus_eval.errors import DatasetError
 from argus_eval.registry import Registry
 
 
@@ -54,8 +55,22 @@ FORMATS: Registry[FormatSpec] = Registry("dataset format", entry_point_group="ar
 
 
 def load_dataset(options: DatasetOptions, ctx: LoadContext) -> Dataset:
-    """Load one dataset entry through its format's loader, with the entry's name and link policy."""
+    """Load one dataset entry through its format's loader, with the entry's name and link policy.
+
+    A dataset without a single usable sample is one DatasetError naming its files (and the first skip):
+    it would otherwise pass as a dataset that no task applies to."""
     ds = FORMATS.get(options.format).load(options, ctx)
     ds.name = options.name
     ds.allow_symlinks = options.allow_symlinks
+    if not ds.samples:
+        files = [str(v) for v in options.model_dump().values() if isinstance(v, Path)]
+        why = (
+            f"all {len(ds.skipped)} of its records were skipped, the first: {ds.skipped[0].source}: "
+            f"{ds.skipped[0].record}: {ds.skipped[0].reason}"
+            if ds.skipped
+            else "its files hold no record"
+        )
+        raise DatasetError(
+            f"dataset {options.name!r} ({', '.join(files) or options.format}): no usable sample: {why}"
+        )
     return ds

@@ -18,6 +18,14 @@ ImageArray = NDArray[np.uint8]
 _WIDE_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})
 
 
+def readable_file(path: Path) -> bool:
+    """Whether path is a file; False (not an OSError) for a name the file system cannot hold (too long)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def load_image(path: Path, sample_id: str = "?") -> ImageArray:
     """Decode an image file to uint8 RGB, upright (EXIF orientation applied), 16-bit scaled to 8.
 

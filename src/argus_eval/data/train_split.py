@@ -3,7 +3,8 @@
 Every question-answering loader calls train_prior with its own reader; the rules live here once: no key, no
 prior (and the message names the key); the evaluated file itself is never its own prior; a training file
 that is malformed, holds no answer, or shares no answer with the evaluated split is a DatasetError naming
-the key, because each would otherwise surface as a silent baseline of 0.
+the key, because each would otherwise surface as a silent baseline of 0. A training answer that is not
+usable text (data/text.py) is left out of the prior.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from argus_eval.data.text import text_problem
 from argus_eval.data.types import Sample, TrainAnswers, TrainPrior
 from argus_eval.errors import DatasetError
 
@@ -56,7 +58,8 @@ def train_prior(
             "so no held-out prior exists; evaluate another split"
         )
     try:
-        answers = read(train)
+        # An answer that is not usable text (a lone surrogate, over the cap) is left out of the pool.
+        answers = tuple(t for t in read(train) if all(text_problem(p, "answer") is None for p in t))
     except DatasetError as e:
         raise DatasetError(f"dataset {dataset!r}, key {key}: {e}") from None
     if not answers:

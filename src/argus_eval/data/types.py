@@ -50,6 +50,14 @@ class SkippedRecord:
     record: str
     reason: str
 
+    def line(self) -> str:
+        """How a person reads it: file, record (line or index) and reason."""
+        return f"{self.source}: {self.record}: {self.reason}"
+
+    def to_json(self) -> dict[str, str]:
+        """One line of skipped.jsonl (the dataset's name is added by the writer)."""
+        return {"source": self.source, "record": self.record, "reason": self.reason}
+
 
 # (family, question_type, answer) triples of a training split
 TrainAnswers = tuple[tuple[str, str, str], ...]

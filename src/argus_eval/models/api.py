@@ -2,7 +2,8 @@
 
 Spec: ``api:http://host:port/v1#model-name``. GENERATE only: the task writes the prompt (including
 any lettered-choice wording); the adapter sends it with the image as a base64 PNG data URL, greedy
-(temperature 0). Options: concurrency (8), timeout_s (60), max_retries (1), backoff_s (0.5),
+(temperature 0). Options: concurrency (8), timeout_s (60: the bound on each request as a whole, see
+models/api_transport.py), max_retries (1), backoff_s (0.5),
 max_wait_s (60, the longest Retry-After honoured), api_key_env ("OPENAI_API_KEY"), extra_body (dict
 merged into every request, e.g. vLLM sampling fields), max_answer_chars (4000: longer answers are cut
 and counted). The API key is read from the environment at each request, never stored, logged or shown;
@@ -34,6 +35,7 @@ from PIL import Image
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
 from argus_eval.models.api_refusal import refusal
+from argus_eval.models.api_transport import BodyError, Transport
 from argus_eval.models.options import ApiOptions, check_options
 from argus_eval.models.protocols import GENERATE, ModelInfo
 from argus_eval.models.secrets import redact_text, redact_url, url_secrets
@@ -56,7 +58,8 @@ class OpenAICompatibleModel:
         url, sep, model_name = target.partition("#")
         if not sep or not model_name or not url.startswith(("http://", "https://")):
             raise ModelLoadError(
-                f"model {cfg.spec!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME", key="spec"
+                f"model {redact_text(cfg.spec)!r}: an api spec is api:http(s)://HOST[:PORT]/v1#MODEL_NAME",
+                key="spec",
             )
         check_options(cfg.name, cfg.spec, cfg.options)  # as the config did (a copied config skips it)
         opts = ApiOptions.model_validate(cfg.options)
@@ -76,7 +79,7 @@ class OpenAICompatibleModel:
         self._url_secrets = url_secrets(self.base_url, with_basic_auth=True)
         # request body digest -> answer or failure of the latest failed batch (see the module docstring)
         self._settled: dict[str, tuple[str, dict[str, Any]] | ModelCallError] = {}
-        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s))
+        self._transport = Transport(self.endpoint, self.timeout_s)
         self.forward_calls = 0
         self.last_usage: list[dict[str, Any]] = []  # one dict per request of the latest generate()
         self.usage_total: dict[str, float] = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
@@ -133,7 +136,7 @@ class OpenAICompatibleModel:
     def _parse(self, response: httpx.Response) -> tuple[str, dict[str, Any]]:
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
             raise self._fail(
                 f"malformed JSON body (HTTP {response.status_code}): {response.text[:120]!r}"
             ) from None
@@ -157,7 +160,9 @@ class OpenAICompatibleModel:
                 time.sleep(max(wait, self.backoff_s * 2 ** (attempt - 1)))
             wait = 0.0
             try:
-                r = self._client.post(self.endpoint, json=body, headers=self._headers())
+                r = self._transport.post(self.endpoint, body, self._headers())
+            except BodyError as e:  # not one JSON body within the cap: asking again gives the same
+                raise self._fail(str(e)) from None
             except httpx.TimeoutException:
                 cause = f"timed out after {self.timeout_s:g} s"
                 continue
@@ -220,7 +225,7 @@ class OpenAICompatibleModel:
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
-        self._client.close()
+        self._transport.close()
 
 
 def _digest(body: dict[str, Any]) -> str:

@@ -175,6 +175,23 @@ def load_model(cfg: ModelConfig) -> Model:
     return loader(cfg, target)
 
 
+def check_spec(cfg: ModelConfig) -> None:
+    """ModelLoadError when a single-checkpoint config names nothing loadable, found without loading
+    weights: an unknown preset or scheme, a missing local directory or one without config.json and
+    weights, an unbuilt zoo model, a malformed api URL. A hub id is not looked up (that needs the hub)."""
+    scheme, target = _split(cfg.spec)
+    if scheme == "preset":
+        check_spec(cfg.model_copy(update={"spec": _preset(cfg).spec}))
+    elif scheme == "hf":
+        source, local = _hf_target(cfg, target)
+        if local:
+            _read_local_config(cfg, Path(source))
+    elif scheme == "zoo":
+        zoo_dir(target)
+    elif scheme == "api":
+        load_api(cfg, target).close()  # parses the spec; no request is sent
+
+
 def model_fingerprint(cfg: ModelConfig) -> str:
     """Identity of a model's answers, without loading it.
 

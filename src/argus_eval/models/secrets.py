@@ -20,6 +20,13 @@ _SECRET_TAILS = (
     ("credential",), ("credentials",), ("bearer",),
 )  # fmt: skip
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'#]+", re.I)
+# Query parameters of signed URLs (S3/GCS presigned, Azure SAS, HMAC-signed links) beyond what
+# secret_key catches: a signature grants access as a password does. Every X-Amz-* / X-Goog-* parameter
+# is masked (the harmless date and expiry go with the credential and signature).
+_SIGNED_QUERY = frozenset({"sig", "signature", "hmac", "code", "sas", "policy", "key_pair_id"})
+_SIGNED_PREFIXES = ("x_amz_", "x_goog_", "x_ms_")
+# user:password@ (or user@) in anything that looks like a URL authority, for text urlsplit cannot parse
+_USERINFO = re.compile(r"(//)[^/@\s\"']*@")
 
 
 def secret_key(name: str) -> bool:
@@ -30,19 +37,29 @@ def secret_key(name: str) -> bool:
     return any(words[-len(t) :] == t for t in _SECRET_TAILS if t != ("key",))
 
 
+def secret_query(name: str) -> bool:
+    """Whether a URL query parameter carries a credential: a secret-looking key (api_key, token) or a
+    signed URL's signature (sig, signature, X-Amz-*, X-Goog-*, ...)."""
+    low = name.lower().replace("-", "_")
+    return secret_key(name) or low in _SIGNED_QUERY or low.startswith(_SIGNED_PREFIXES)
+
+
 def redact_url(url: str) -> str:
-    """The URL without user:password and with secret-looking query values masked."""
+    """The URL without user:password and with credential query values masked (secret_query); a URL
+    urlsplit cannot parse still loses anything between // and @, and its query."""
     try:
         parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError on a malformed port, as an invalid spec may have)
     except ValueError:
-        return url
+        head, _, query = _USERINFO.sub(rf"\g<1>{MASK}@", url).partition("?")
+        return f"{head}?{MASK}" if query else head
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, MASK if secret_key(k) else v) for k, v in pairs], safe="*")
+        query = urlencode([(k, MASK if secret_query(k) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -57,7 +74,7 @@ def url_secrets(url: str, with_basic_auth: bool = False) -> list[str]:
     if with_basic_auth and parts.username:
         pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         found.append(base64.b64encode(pair.encode()).decode("ascii"))
-    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if v and secret_key(k)]
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if v and secret_query(k)]
     return found
 
 

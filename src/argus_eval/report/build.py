@@ -7,6 +7,7 @@ from pathlib import Path
 from argus_eval.report.csv_export import write_csvs
 from argus_eval.report.html import HtmlOptions, render_html
 from argus_eval.report.markdown import render_summary
+from argus_eval.report.samples import samples_shortfall
 from argus_eval.results_model import Results, load_results
 
 
@@ -16,12 +17,21 @@ def read_results(run_dir: Path) -> Results:
     return load_results(run_dir / "results.json")
 
 
-def write_reports(run_dir: Path, options: HtmlOptions | None = None) -> list[Path]:
+def write_reports(
+    run_dir: Path, options: HtmlOptions | None = None, warnings: list[str] | None = None
+) -> list[Path]:
     """summary.md, report.html, scorecard.csv and cells.csv of a run (rebuilt from its files; never
-    calls a model). Returns the paths written."""
+    calls a model). Returns the paths written; what a reader must know about the files themselves
+    (samples.jsonl cut short) is noted in both reports and appended to warnings."""
     results = read_results(run_dir)
+    samples = run_dir / "samples.jsonl"
+    short = samples_shortfall(samples, results.cells)
+    if short is not None:
+        results = results.model_copy(update={"notes": [short, *results.notes]})
+        if warnings is not None:
+            warnings.append(short)
     summary = run_dir / "summary.md"
     page = run_dir / "report.html"
     summary.write_text(render_summary(results), encoding="utf-8")
-    page.write_text(render_html(results, run_dir / "samples.jsonl", options), encoding="utf-8")
+    page.write_text(render_html(results, samples, options), encoding="utf-8")
     return [summary, page, *write_csvs(results, run_dir)]

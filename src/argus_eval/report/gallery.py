@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from argus_eval.data.images import load_image
+from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
 from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
@@ -110,11 +111,24 @@ def _jpeg_uri(im: Image.Image, max_side: int) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+# Shown instead of an image too large to decode safely (a decompression bomb): a grey tile that says so.
+TOO_LARGE = "data:image/svg+xml;base64," + base64.b64encode(
+    b"<svg xmlns='http://www.w3.org/2000/svg' width='128' height='128'><rect width='128' height='128' "
+    b"fill='#ddd'/><text x='64' y='60' font-size='13' text-anchor='middle' fill='#555'>image too large"
+    b"</text><text x='64' y='78' font-size='13' text-anchor='middle' fill='#555'>to show</text></svg>"
+).decode("ascii")
+
+
 def thumbnail(path: Path, max_side: int) -> str | None:
-    """A small JPEG data URI of an image file; None when it cannot be read."""
+    """A small JPEG data URI of an image file; TOO_LARGE for an image over PIL's decompression-bomb limit
+    (never decoded); None when it cannot be read."""
     try:
-        with Image.open(path) as src:
-            return _jpeg_uri(src.convert("RGB"), max_side)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as src:
+                return _jpeg_uri(src.convert("RGB"), max_side)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        return TOO_LARGE
     except (OSError, UnidentifiedImageError, ValueError):
         return None
 
@@ -124,7 +138,7 @@ def _image_file(rec: SampleLine, run_dir: Path) -> Path | None:
         if cand:
             p = Path(cand)
             for q in (p, run_dir / p) if not p.is_absolute() else (p,):
-                if q.is_file():
+                if readable_file(q):
                     return q
     return None
 

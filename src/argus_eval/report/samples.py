@@ -7,13 +7,15 @@ the caller asks for it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pydantic import ConfigDict, ValidationError
 
 from argus_eval.errors import ResultsError
 from argus_eval.results_model.base import Json, Number
+from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.io import field_error
 from argus_eval.results_model.scorecard import CellKeyFields
 
@@ -66,3 +68,21 @@ def scores_by_cell(path: Path) -> dict[CellKey, dict[str, float]]:
         if rec.score is not None:
             out.setdefault(rec.key, {})[rec.sample_id] = float(rec.score)
     return out
+
+
+def samples_shortfall(samples_path: Path, cells: Sequence[CellSummary]) -> str | None:
+    """What is missing when samples.jsonl holds fewer lines of a cell than results.json counts (a file cut
+    short, say), or None when every cell's lines are there. The gallery and per-sample figures read only
+    the lines present, so a report says so."""
+    have: Counter[CellKey] = Counter(rec.key for rec in iter_samples(samples_path))
+    expected = {(c.model, c.task, c.dataset, c.condition): c.samples for c in cells}
+    short = {k: (have.get(k, 0), n) for k, n in expected.items() if have.get(k, 0) < n}
+    if not short:
+        return None
+    total, got = sum(expected.values()), sum(min(have.get(k, 0), n) for k, n in expected.items())
+    first, (h, n) = next(iter(sorted(short.items())))
+    return (
+        f"{samples_path} holds {got} of the {total} sample lines results.json counts ({len(short)} cell(s) "
+        f"short, e.g. {' / '.join(first)}: {h} of {n}); the gallery and per-sample figures show only "
+        "the lines present: rerun `argus run` on this folder to rewrite it from the store"
+    )

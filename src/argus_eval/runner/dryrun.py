@@ -66,7 +66,8 @@ def describe_plan(
                 infos[key] = _declared_info(m)
             except ArgusError as e:  # named once; a composite's other checkpoints still plan
                 infos[key] = None
-                skipped.append({"model": m.name, **_tasks_of(m, cfg.models), "reason": str(e)})
+                reason = redact_text(str(e))  # an invalid spec's message may quote its URL's password
+                skipped.append({"model": m.name, **_tasks_of(m, cfg.models), "reason": reason})
         return infos[key]
 
     # a first stage that cannot serve fails the dry run as it fails the run (a ConfigError naming it)

@@ -25,6 +25,7 @@ from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results, timing_block
 from argus_eval.runner.score import score_cells, write_samples
+from argus_eval.runner.skipped import skip_notes, write_skipped
 from argus_eval.runner.store import Store
 from argus_eval.tasks.registry import make_tasks
 
@@ -167,6 +168,8 @@ def run(
         scored = score_cells(plan, store)
     with writing(out_dir / "samples.jsonl"):
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
+    with writing(out_dir / "skipped.jsonl"):
+        write_skipped(plan.datasets, out_dir / "skipped.jsonl")
     manifest = {
         "config": redact(cfg.written.model_dump(mode="json")),  # URL credentials, secret-looking keys
         "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.seed},
@@ -185,7 +188,16 @@ def run(
     for entry in plan.not_loaded:  # named beside the models that ran, with no fingerprint
         manifest["models"].setdefault(entry["model"], {"spec": entry["checkpoint"]})
     timing = timing_block(profiles, cfg.efficiency.trials) if cfg.efficiency.enabled else None
-    results = build_results(scored, profiles, cfg.scoring, timing, manifest, plan.not_loaded, plan.not_run)
+    results = build_results(
+        scored,
+        profiles,
+        cfg.scoring,
+        timing,
+        manifest,
+        plan.not_loaded,
+        plan.not_run,
+        skip_notes(plan.datasets),
+    )
     text = results_text(results)
     with writing(out_dir / "results.json"):
         (out_dir / "results.json").write_text(text, encoding="utf-8")

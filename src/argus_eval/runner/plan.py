@@ -70,6 +70,8 @@ class Plan:
     not_loaded: list[dict[str, str]] = field(default_factory=list)
     # the cells those would have run: {"model", "task", "dataset", "condition", "samples", "reason"}
     not_run: list[dict[str, Any]] = field(default_factory=list)
+    # Every dataset of the run (cells or not), for its skipped records (skipped.jsonl and the notes).
+    datasets: list[Dataset] = field(default_factory=list)
 
     def leave_out(self, cell: Cell, reason: str) -> None:
         """Drop a cell the task found it cannot run (its inputs are missing) and name it in skipped."""
@@ -193,7 +195,7 @@ def build_plan(
     checkpoint is unavailable, and the pair is left out), and about the models its protocol calls besides
     (helper_infos, default infos, for those). unavailable: load key -> why a checkpoint could not load;
     the cells it would have run are listed in plan.not_run."""
-    plan = Plan(cells=[])
+    plan = Plan(cells=[], datasets=list(datasets))
     for row in models:
         for task in tasks:
             model = row.for_task(task.name)

@@ -13,9 +13,11 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from argus_eval.errors import ExecutorError
+from argus_eval.runner.ray_loss import lost_component, note_session
 from argus_eval.runner.ray_options import RayOptions, ResourceRequest
 
 # Ray's defaults write outside the run (usage stats upload, a token in ~/.ray); a run must not.
@@ -98,15 +100,25 @@ def connected(opts: RayOptions, quiet: bool) -> Iterator[Any]:
     else:
         _check_reachable(opts.address)
         kwargs = {"address": opts.address}
+    if temp_dir is not None:
+        note_session(temp_dir, own_temp)
     try:
         ray.init(**kwargs, log_to_driver=not quiet, configure_logging=not quiet)
-    except (ConnectionError, RuntimeError, ValueError) as e:
+    except Exception as e:  # Ray raises a bare Exception when a local node does not start in time
+        if own_temp and temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExecutorError(
             f"cannot connect to the Ray cluster at {opts.address or 'local'}: {first}"
+            + ("; rerun to try again (a busy machine starts a local cluster slowly)" if temp_dir else "")
         ) from None
     try:
         yield ray
+    except ExecutorError as e:  # workers lost: say what the local cluster lost, when its log tells
+        cause = lost_component(Path(temp_dir)) if temp_dir is not None else None
+        if cause is None:
+            raise
+        raise ExecutorError(f"{e} (the local Ray cluster lost a component: {cause})") from None
     finally:
         ray.shutdown()
         if own_temp and temp_dir is not None:

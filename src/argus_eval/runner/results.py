@@ -161,10 +161,12 @@ def build_results(
     manifest: Mapping[str, Any],
     not_loaded: Sequence[dict[str, str]] = (),
     not_run: Sequence[dict[str, Any]] = (),
+    input_notes: Sequence[str] = (),
 ) -> Results:
     """Everything a report needs, with deterministic content for the same inputs. timing: the timing
     block when the run timed its models (None without efficiency); manifest: what ran, on what;
-    not_loaded, not_run: the checkpoints that could not load and the cells they did not run."""
+    not_loaded, not_run: the checkpoints that could not load and the cells they did not run;
+    input_notes: what the loaders said about the inputs (skipped records), first among the notes."""
     profiles = prof.summaries
     why_no_e = {m: f"{t}: {r}" for (m, t), r in sorted(prof.left_out.items())}
     why_no_e.update(prof.undefined)
@@ -196,6 +198,6 @@ def build_results(
             for name, p in sorted(profiles.items())
         },
         manifest=man,
-        notes=_notes(scored, failures, prof, man, card, reliance, timing),
+        notes=[*input_notes, *_notes(scored, failures, prof, man, card, reliance, timing)],
         failures=failures,
     )

@@ -3,6 +3,9 @@
 It is the single source of truth: scoring and reports read from it, never from a model. Records are
 written one batch per transaction, so a run killed at any point loses at most the batch in flight.
 Arrays (embeddings) are stored as .npy bytes with allow_pickle=False: no pickles anywhere.
+Text a model answered is stored by data/text.py's rule (each lone surrogate becomes U+FFFD), on writing
+and on reading, so no answer can make samples.jsonl, a metric or a rerun fail. A damaged file (bytes
+overwritten in its middle) is one StoreError naming it and what to do.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from argus_eval.data.text import repair_text, repair_value
 from argus_eval.errors import ArgusError, OutputError, StoreError
 from argus_eval.runner.outputs import writing
 from argus_eval.tasks.records import Record
@@ -74,7 +78,7 @@ class Store:
         except sqlite3.OperationalError as e:
             raise self._write_error(e) from None
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"store {path} is unreadable ({e}); delete it to start afresh") from None
+            raise self._damaged(e) from None
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -86,7 +90,7 @@ class Store:
 
     def _add_stamp_column(self) -> None:
         # Stores written before input stamps existed lack the column; their records read as stale.
-        cols = {str(r[1]) for r in self._db.execute("PRAGMA table_info(records)")}
+        cols = {str(r[1]) for r in self._db.execute("PRAGMA table_info(records)").fetchall()}
         if "stamp" not in cols:
             self._db.execute("ALTER TABLE records ADD COLUMN stamp TEXT")
 
@@ -103,14 +107,29 @@ class Store:
                 f"cannot write {self.path}: the run folder is read-only ({e}); give another --out or make "
                 "it writable (nothing in it was changed or lost)"
             )
-        return StoreError(f"store {self.path} is unreadable ({e}); delete it to start afresh")
+        return self._damaged(e)
+
+    def _damaged(self, e: sqlite3.DatabaseError) -> StoreError:
+        return StoreError(
+            f"store {self.path} is unreadable ({e}): the file is damaged; move it aside (e.g. rename it "
+            "to store.sqlite.broken) and rerun on the same --out to compute every record afresh, or give "
+            "another --out"
+        )
 
     @contextmanager
     def _writes(self) -> Iterator[None]:
+        """Any SQLite failure inside: a full disk, a read-only folder, or a damaged file, named once."""
         try:
             yield
         except sqlite3.OperationalError as e:
             raise self._write_error(e) from None
+        except sqlite3.DatabaseError as e:
+            raise self._damaged(e) from None
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Every row of a query, read inside the guard (a damaged page can fail mid-iteration)."""
+        with self._writes():
+            return self._db.execute(sql, params).fetchall()
 
     def close(self) -> None:
         self._db.close()
@@ -123,8 +142,8 @@ class Store:
 
     # --- meta -----------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._rows("SELECT value FROM meta WHERE key=?", (key,))
+        return None if not rows else str(rows[0][0])
 
     def set_meta(self, key: str, value: str) -> None:
         with self._writes():
@@ -140,14 +159,12 @@ class Store:
 
     def done_ids(self, cell: str) -> set[str]:
         """Sample ids that already have a record (success or recorded failure) in this cell."""
-        rows = self._db.execute("SELECT sample_id FROM records WHERE cell=?", (cell,))
+        rows = self._rows("SELECT sample_id FROM records WHERE cell=?", (cell,))
         return {str(r[0]) for r in rows}
 
     def states(self, cell: str) -> dict[str, tuple[str | None, bool]]:
         """sample id -> (input stamp, failed) of every record of a cell."""
-        rows = self._db.execute(
-            "SELECT sample_id, stamp, error IS NOT NULL FROM records WHERE cell=?", (cell,)
-        )
+        rows = self._rows("SELECT sample_id, stamp, error IS NOT NULL FROM records WHERE cell=?", (cell,))
         return {
             str(sid): (None if stamp is None else str(stamp), bool(failed)) for sid, stamp, failed in rows
         }
@@ -162,9 +179,9 @@ class Store:
             (
                 cell,
                 r.sample_id,
-                None if r.output is None else json.dumps(r.output, sort_keys=True),
+                None if r.output is None else json.dumps(repair_value(r.output), sort_keys=True),
                 _pack_arrays(r.arrays),
-                r.error,
+                None if r.error is None else repair_text(r.error),
                 float(r.seconds),
                 stamps.get(r.sample_id),
             )
@@ -183,15 +200,16 @@ class Store:
     def read(self, cell: str) -> dict[str, Record]:
         """All records of a cell by sample id."""
         out: dict[str, Record] = {}
-        for sid, output, arrays, error, seconds in self._db.execute(
+        for sid, output, arrays, error, seconds in self._rows(
             "SELECT sample_id, output, arrays, error, seconds FROM records WHERE cell=?", (cell,)
         ):
             try:
                 out[str(sid)] = Record(
                     sample_id=str(sid),
-                    output=None if output is None else json.loads(output),
+                    # repaired on reading too: a store written before the rule may hold a lone surrogate
+                    output=None if output is None else repair_value(json.loads(output)),
                     arrays=_unpack_arrays(arrays),
-                    error=None if error is None else str(error),
+                    error=None if error is None else repair_text(str(error)),
                     seconds=float(seconds),
                 )
             except (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as e:
@@ -203,13 +221,13 @@ class Store:
 
     def count(self, cell: str | None = None) -> int:
         if cell is None:
-            return int(self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
-        return int(self._db.execute("SELECT COUNT(*) FROM records WHERE cell=?", (cell,)).fetchone()[0])
+            return int(self._rows("SELECT COUNT(*) FROM records")[0][0])
+        return int(self._rows("SELECT COUNT(*) FROM records WHERE cell=?", (cell,))[0][0])
 
     # --- efficiency profiles --------------------------------------------------------------------
     def get_profile(self, key: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT profile FROM profiles WHERE key=?", (key,)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        rows = self._rows("SELECT profile FROM profiles WHERE key=?", (key,))
+        return None if not rows else dict(json.loads(rows[0][0]))
 
     def put_profile(self, key: str, profile: Mapping[str, Any]) -> None:
         with self._writes():
@@ -235,5 +253,5 @@ class Store:
         return Store._Tx(self._db)
 
     def iter_cells(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        for cell, desc in self._db.execute("SELECT cell, description FROM cells ORDER BY cell"):
+        for cell, desc in self._rows("SELECT cell, description FROM cells ORDER BY cell"):
             yield str(cell), dict(json.loads(desc))

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from argus_eval.data.text import MAX_LINE_BYTES, repair_text, text_problem
 from argus_eval.data.types import Sample, SkippedRecord
 from argus_eval.errors import DatasetError
 
@@ -43,11 +44,20 @@ def read_json(path: Path, what: str) -> Any:
         raise DatasetError(f"{what} file {path} is nested too deeply to be an annotation file") from None
 
 
-def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, Any]]:
-    """Yield (line number, parsed object) of a JSON-lines file, streaming; blank lines are ignored."""
+def iter_jsonl(path: Path, what: str, skips: Skips | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, parsed object) of a JSON-lines file, streaming; blank lines are ignored.
+
+    A line over MAX_LINE_BYTES is never held whole: it is a skip naming its line (with skips), else a
+    DatasetError."""
     if not path.is_file():
         raise DatasetError(f"{what} file {path} not found")
     for lineno, raw in enumerate(_binary_lines(path, what), start=1):
+        if raw is None:
+            reason = f"line has over {MAX_LINE_BYTES:,} bytes, the cap on one line (MAX_LINE_BYTES)"
+            if skips is None:
+                raise DatasetError(f"{what} file {path}: line {lineno}: {reason}")
+            skips.add(path, f"line {lineno}", reason)
+            continue
         try:
             line = raw.decode("utf-8")  # per line, so an encoding error names its line
         except UnicodeDecodeError as e:
@@ -66,10 +76,17 @@ def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, Any]]:
         yield lineno, obj
 
 
-def _binary_lines(path: Path, what: str) -> Iterator[bytes]:
+def _binary_lines(path: Path, what: str) -> Iterator[bytes | None]:
+    """Each line's bytes, or None for a line over MAX_LINE_BYTES (read past in bounded pieces)."""
     try:
         with open(path, "rb") as fh:
-            yield from fh
+            while line := fh.readline(MAX_LINE_BYTES + 1):
+                if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+                    yield line
+                    continue
+                while line and not line.endswith(b"\n"):  # the rest of the long line, never held whole
+                    line = fh.readline(MAX_LINE_BYTES)
+                yield None
     except PermissionError:
         raise DatasetError(
             f"{what} file {path} is not readable (permission denied); fix its permissions"
@@ -128,7 +145,8 @@ class Skips:
     def add(self, source: Path | str, record: str, reason: str) -> None:
         if self.strict:
             raise DatasetError(f"{source}: {record}: {reason} (strict mode makes skipped records fatal)")
-        self.records.append(SkippedRecord(str(source), record, reason))
+        # A record's label can quote its data (an id with a lone surrogate): made printable here.
+        self.records.append(SkippedRecord(repair_text(str(source)), repair_text(record), repair_text(reason)))
 
 
 class Ids:
@@ -166,19 +184,22 @@ def check_id(value: Any, path: Path, label: str, what: str) -> Any:
 
 
 def clean_text(value: str, skips: Skips, path: Path, label: str, what: str) -> str | None:
-    """A stripped text field, or None (skipped and counted) when it is empty or not valid Unicode.
-
-    A lone surrogate (an unpaired \\ud800 escape) decodes from JSON but breaks every tokenizer later."""
+    """A stripped text field, or None (skipped and counted) when it cannot reach a tokenizer: empty, not
+    valid Unicode (a lone surrogate decodes from JSON but breaks every tokenizer) or over MAX_TEXT_CHARS."""
     text = value.strip()
-    if not text:
-        skips.add(path, label, f"empty {what}")
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        skips.add(path, label, f"{what} contains an unpaired surrogate escape (not valid Unicode text)")
+    problem = text_problem(text, what)
+    if problem is not None:
+        skips.add(path, label, problem)
         return None
     return text
+
+
+def nonempty_section(top: Mapping[str, Any], key: str, path: Path, fix: str) -> list[Any]:
+    """A required top-level array that must hold at least one record; DatasetError naming the file."""
+    value = section(top, key, path)
+    if not value:
+        raise DatasetError(f"{path}: top-level field {key!r} is an empty list; {fix}")
+    return value
 
 
 def limit_each_kind(samples: Sequence[Sample], limit: int | None) -> list[Sample]:

@@ -3,7 +3,8 @@
 Skill tags in metadata: family (template file stem when the file names it, else inferred from the program's
 structure), question_type (the answer-producing function: count, exist, query_color, equal_size, ...),
 skill (the paper's five types), question_family_index. Test questions have no answer or program: they load
-with metadata["unscorable"] = True and no answers.
+with metadata["unscorable"] = True and no answers. A question or answer that is empty, not valid Unicode
+or over MAX_TEXT_CHARS is a counted skip naming it; a file whose question list is empty is an error.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from argus_eval.data.loaders._common import (
     expect,
     limit_each_kind,
     need,
+    nonempty_section,
     read_json,
     section,
 )
@@ -99,14 +101,20 @@ def question_metadata(q: dict[str, Any], program: list[Any] | None) -> dict[str,
 
 
 def read_clevr_questions(
-    path: Path, split: str, scene_ids: set[int] | None, skips: Skips
+    path: Path, split: str, scene_ids: set[int] | None, skips: Skips, allow_empty: bool = False
 ) -> tuple[list[Sample], int]:
-    """Question samples of a CLEVR questions file, and how many are unscorable."""
+    """Question samples of a CLEVR questions file, and how many are unscorable. An empty question list
+    is a DatasetError naming the file unless allow_empty (a generated split asked for no questions)."""
     top = expect(read_json(path, "CLEVR questions"), dict, path, "the top level")
     ids = Ids(path, "question_index")
     out: list[Sample] = []
     unscorable = 0
-    for k, q in enumerate(section(top, "questions", path)):
+    listed = (
+        section(top, "questions", path)
+        if allow_empty
+        else nonempty_section(top, "questions", path, "point questions at a CLEVR questions file")
+    )
+    for k, q in enumerate(listed):
         label = f"questions[{k}]"
         text = clean_text(need(q, "question", str, path, label), skips, path, label, "question")
         if text is None:
@@ -128,12 +136,14 @@ def read_clevr_questions(
             unscorable += 1
         elif not isinstance(answer, str):
             raise DatasetError(f"{path}: {label}: field 'answer' must be a string, got {answer!r}")
+        elif clean_text(answer, skips, path, f"{label} (question_index {qid})", "answer") is None:
+            continue
         out.append(
             Sample(
                 sample_id=f"q/{qid}",
                 image=image,
                 question=text,
-                answers=(answer,) if isinstance(answer, str) else (),
+                answers=(answer.strip(),) if isinstance(answer, str) else (),
                 metadata=meta,
             )
         )

@@ -1,6 +1,8 @@
 """COCO captions (annotations/captions_{split}.json) -> image-level samples.
 
-Each image becomes "img/<id>" with its captions in file order. The optional per-annotation extension key
+Each image becomes "img/<id>" with its captions in file order. A file without images or without
+annotations is an error naming it; an unusable caption or an annotation of an image the file does not
+list is a counted skip naming it. The optional per-annotation extension key
 "also_true_of" (ids of other images the caption is true of; written by ShapesWorld) fills
 metadata["also_true_of"]; official files have none, giving empty lists.
 """
@@ -21,6 +23,7 @@ from argus_eval.data.loaders._common import (
     expect,
     limit_each_kind,
     need,
+    nonempty_section,
     read_json,
     section,
 )
@@ -42,8 +45,8 @@ class CocoOptions(DatasetOptions):
 def read_coco_captions(path: Path, skips: Skips) -> tuple[list[Sample], dict[str, Any]]:
     """Parse a COCO captions file into image-level samples (no limit applied)."""
     top = expect(read_json(path, "COCO captions"), dict, path, "the top level")
-    images = section(top, "images", path)
-    annotations = section(top, "annotations", path)
+    section(top, "annotations", path)  # present (checked for records after the images are)
+    images = nonempty_section(top, "images", path, "a captions file lists the images it describes")
     ids = Ids(path, "image id")
     order: list[int] = []
     files: dict[int, str] = {}
@@ -55,6 +58,9 @@ def read_coco_captions(path: Path, skips: Skips) -> tuple[list[Sample], dict[str
             need(im, "file_name", str, path, label), source=path, record=label, field="file_name"
         )
         order.append(iid)
+    annotations = nonempty_section(
+        top, "annotations", path, "a captions file holds the captions (point annotations at captions_*.json)"
+    )
     caps: dict[int, list[str]] = {i: [] for i in order}
     cap_ids: dict[int, list[int]] = {i: [] for i in order}
     true_of: dict[int, list[list[str]]] = {i: [] for i in order}

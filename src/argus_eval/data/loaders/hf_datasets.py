@@ -3,19 +3,22 @@
 `columns` maps sample fields to column names: id, image, texts, question, answers, choices, answer_index.
 Image columns may hold paths (relative to `images`) or embedded images; embedded bytes are written once to
 <cache_dir>/hf_images/<fingerprint>/ so the runner can decode them like any file.
-Needs the `datasets` package; without it, loading raises DatasetError saying so.
+A row whose question or a choice (or every answer) is empty, not valid Unicode or over MAX_TEXT_CHARS is a
+counted skip naming the row; such a caption of a row is left out (counted). Needs the `datasets` package;
+without it, loading raises DatasetError saying so.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
-from argus_eval.data.loaders._common import Ids, counts, limit_each_kind
+from argus_eval.data.loaders._common import Ids, Skips, clean_text, counts, limit_each_kind
 from argus_eval.data.paths import safe_relpath
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import DatasetError
@@ -37,6 +40,38 @@ def _as_list(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     return tuple(str(v) for v in value) if isinstance(value, list | tuple) else (str(value),)
+
+
+def _texts(row: Any, col: dict[str, str], name: str, where: tuple[str, str, Skips]) -> list[str | None]:
+    """The mapped column's texts, each stripped, or None where one cannot reach a tokenizer (counted)."""
+    source, label, skips = where
+    if name not in col:
+        return []
+    return [clean_text(t, skips, Path(source), label, name) for t in _as_list(row[col[name]])]
+
+
+def _row_sample(
+    row: Any, col: dict[str, str], sid: str, source: str, label: str, skips: Skips
+) -> Sample | None:
+    """The sample of one row (image filled in by the caller), or None when the row is skipped: its
+    question, a choice or every answer is empty, not valid Unicode or over the text cap."""
+    where = (source, label, skips)
+    question = _texts(row, col, "question", where)
+    choices = _texts(row, col, "choices", where)
+    answers = _texts(row, col, "answers", where)
+    if None in question or None in choices or (answers and all(a is None for a in answers)):
+        return None
+    texts = [t for t in _texts(row, col, "texts", where) if t is not None]
+    index = row[col["answer_index"]] if "answer_index" in col else None
+    return Sample(
+        sample_id=f"{'q' if question else 'img'}/{sid}",
+        image=None,
+        texts=tuple(texts),
+        question=question[0] if question else None,
+        choices=tuple(c for c in choices if c is not None),
+        answers=tuple(a for a in answers if a is not None),
+        answer_index=int(index) if index is not None else None,
+    )
 
 
 def _image(value: Any, k: int, out_dir: Path, root: Path | None) -> str:
@@ -81,24 +116,16 @@ def load_hf_datasets(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     fp = fingerprint_of(options.model_dump(mode="json"), files=[p for p in options.data_files if p.is_file()])
     out_dir = ctx.cache_dir / "hf_images" / fp
     ids = Ids(Path(files[0]), "id")
+    skips = Skips(options.strict)
     samples = []
     for k, row in enumerate(ds):
         sid = str(row[col["id"]]) if "id" in col else str(k)
         ids.add(sid, f"row {k}")
+        sample = _row_sample(row, col, sid, files[0], f"row {k}", skips)
+        if sample is None:
+            continue
         image = _image(row[col["image"]], k, out_dir, options.images) if "image" in col else None
-        question = row[col["question"]] if "question" in col else None
-        index = row[col["answer_index"]] if "answer_index" in col else None
-        samples.append(
-            Sample(
-                sample_id=f"{'q' if question is not None else 'img'}/{sid}",
-                image=image,
-                texts=_as_list(row[col["texts"]]) if "texts" in col else (),
-                question=question,
-                choices=_as_list(row[col["choices"]]) if "choices" in col else (),
-                answers=_as_list(row[col["answers"]]) if "answers" in col else (),
-                answer_index=int(index) if index is not None else None,
-            )
-        )
+        samples.append(replace(sample, image=image))
     samples = limit_each_kind(samples, options.limit)
     embedded = out_dir.exists()
     return Dataset(
@@ -106,6 +133,7 @@ def load_hf_datasets(options: DatasetOptions, ctx: LoadContext) -> Dataset:
         samples=samples,
         image_root=out_dir if embedded else (options.images or Path(files[0]).parent),
         fingerprint=fp,
+        skipped=skips.records,
         info={"counts": counts(samples)},
     )
 

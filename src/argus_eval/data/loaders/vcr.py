@@ -9,7 +9,8 @@ Per annotation, one sample per mode (metadata["vcr_mode"]), q2a and qa2r by defa
 Object tags ([0, 1] in token lists) are rendered consistently within one annotation: people get gender-neutral
 names (as r2c does), other objects "the <label> <k>" numbered by their order among objects of that label.
 Test lines carry no labels: only q2a loads, with metadata["unscorable"] = True. A line without exactly four
-answer (or rationale) choices, or with a label outside 0..3, is a counted skip naming the line.
+answer (or rationale) choices, with a label outside 0..3, with a text that is not valid Unicode or over
+MAX_TEXT_CHARS (data/text.py), or longer than MAX_LINE_BYTES, is a counted skip naming the line.
 The blind baseline's prior comes from train_annotations (train.jsonl): the most frequent right option
 position per mode, as VCR's options are written per question.
 """
@@ -27,6 +28,7 @@ from pydantic import Field
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import Ids, Skips, counts, iter_jsonl, limit_each_kind, need
 from argus_eval.data.paths import safe_relpath
+from argus_eval.data.text import text_problem
 from argus_eval.data.train_split import gold_answers, train_prior
 from argus_eval.data.types import Dataset, Sample, TrainAnswers, fingerprint_of
 from argus_eval.errors import DatasetError
@@ -95,18 +97,27 @@ def render_tokens(tokens: list[Any], names: list[str], path: Path, label: str) -
     words: list[str] = []
     for tok in tokens:
         if isinstance(tok, list):
-            try:
-                refs = [names[i] for i in tok]
-                refs[0]  # an empty tag list names no object: IndexError as for a bad index
-            except (IndexError, TypeError):
-                raise DatasetError(
-                    f"{path}: {label}: object tag {tok!r} is not an index into 'objects'"
-                ) from None
+            # An empty tag names no object; a negative index would name one counted from the end.
+            ok = all(type(i) is int and 0 <= i < len(names) for i in tok)
+            if not tok or not ok:
+                raise DatasetError(f"{path}: {label}: object tag {tok!r} is not an index into 'objects'")
+            refs = [names[i] for i in tok]
             words.append(refs[0] if len(refs) == 1 else ", ".join(refs[:-1]) + " and " + refs[-1])
         else:
             words.append(str(tok))
     text = _SPACE_BEFORE.sub(r"\1", " ".join(words))
     return text[:1].upper() + text[1:]
+
+
+class _Unusable(Exception):
+    """A line whose rendered text cannot reach a tokenizer (skipped, naming the field and why)."""
+
+
+def _checked(text: str, what: str) -> str:
+    problem = text_problem(text.strip(), what)
+    if problem is not None:
+        raise _Unusable(problem)
+    return text
 
 
 def line_problem(rec: dict[str, Any], path: Path, label: str) -> str | None:
@@ -133,7 +144,8 @@ def labels(rec: dict[str, Any], path: Path, label: str) -> dict[str, int]:
 def vcr_samples(
     rec: dict[str, Any], path: Path, label: str, modes: tuple[str, ...], image: str
 ) -> list[Sample]:
-    """The samples of one annotation line (already checked by line_problem)."""
+    """The samples of one annotation line (already checked by line_problem); _Unusable when a rendered
+    text is not valid Unicode or over the text cap."""
     objects = need(rec, "objects", list, path, label)
     if not all(isinstance(o, str) for o in objects):
         raise DatasetError(f"{path}: {label}: field 'objects' must hold object labels (strings)")
@@ -142,8 +154,9 @@ def vcr_samples(
     question = render_tokens(need(rec, "question", list, path, label), names, path, f"{label}.question")
     if not question.strip():
         raise DatasetError(f"{path}: {label}: field 'question' is empty")
+    _checked(question, "question")
     answers = [
-        render_tokens(a, names, path, f"{label}.answer_choices[{i}]")
+        _checked(render_tokens(a, names, path, f"{label}.answer_choices[{i}]"), f"answer_choices[{i}]")
         for i, a in enumerate(need(rec, "answer_choices", list, path, label))
     ]
     base = {
@@ -161,7 +174,7 @@ def vcr_samples(
         return [Sample(f"q/{aid}/q2a", image, question=question, choices=tuple(answers), metadata=meta)]
     right = labels(rec, path, label)
     rationales = [
-        render_tokens(r, names, path, f"{label}.rationale_choices[{i}]")
+        _checked(render_tokens(r, names, path, f"{label}.rationale_choices[{i}]"), f"rationale_choices[{i}]")
         for i, r in enumerate(need(rec, "rationale_choices", list, path, label))
     ]
     pair = [f"q/{aid}/q2a", f"q/{aid}/qa2r"]
@@ -206,7 +219,7 @@ def check_modes(options: VcrOptions) -> None:
 def read_train_answers(path: Path, modes: tuple[str, ...], skips: Skips) -> TrainAnswers:
     """("vcr", mode, right option index) per labelled line and mode of a VCR jsonl file; bad lines skip."""
     out: list[tuple[str, str, str]] = []
-    for lineno, rec in iter_jsonl(path, "VCR training annotations"):
+    for lineno, rec in iter_jsonl(path, "VCR training annotations", skips):
         label = f"line {lineno}"
         if not isinstance(rec, dict):
             raise DatasetError(f"{path}: {label} must be a JSON object")
@@ -228,17 +241,23 @@ def load_vcr(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     ids = Ids(path, "annot_id")
     skips = Skips(options.strict)
     samples: list[Sample] = []
-    for lineno, rec in iter_jsonl(path, "VCR annotations"):
+    for lineno, rec in iter_jsonl(path, "VCR annotations", skips):
         label = f"line {lineno}"
         if not isinstance(rec, dict):
             raise DatasetError(f"{path}: {label} must be a JSON object")
         ids.add(rec.get("annot_id", lineno), label)
         image = safe_relpath(need(rec, "img_fn", str, path, label), source=path, record=label, field="img_fn")
+        where = f"{label} (annot_id {rec.get('annot_id')!r})"
         problem = line_problem(rec, path, label)
         if problem is not None:
-            skips.add(path, f"{label} (annot_id {rec.get('annot_id')!r})", problem)
+            skips.add(path, where, problem)
             continue
-        samples.extend(vcr_samples(rec, path, label, options.modes, image))
+        try:
+            samples.extend(vcr_samples(rec, path, label, options.modes, image))
+        except _Unusable as e:
+            skips.add(path, where, str(e))
+    if not samples and not skips.records:
+        raise DatasetError(f"{path}: holds no annotation line; point annotations at a VCR jsonl file")
     samples = limit_each_kind(samples, options.limit)
     prior = train_prior(
         options.name,

@@ -78,6 +78,8 @@ def region_samples(path: Path, images: dict[int, str], k: int, skips: Skips) -> 
         for j, r in enumerate(need(e, "regions", list, path, label)):
             rl = f"{label}.regions[{j}]"
             phrase = need(r, "phrase", str, path, rl).strip()
+            if phrase:  # an empty phrase names no text; any other must be usable text (counted if not)
+                phrase = clean_text(phrase, skips, path, rl, "region phrase") or ""
             area = need(r, "width", (int, float), path, rl) * need(r, "height", (int, float), path, rl)
             scored.append((-area, r.get("region_id", r.get("id", j)), phrase))
         texts: list[str] = []

@@ -21,6 +21,7 @@ from argus_eval.data.loaders._common import (
     expect,
     limit_each_kind,
     need,
+    nonempty_section,
     read_json,
     section,
 )
@@ -85,7 +86,8 @@ def load_vqa(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     skips = Skips(options.strict)
     ids = Ids(path, "question_id")
     samples = []
-    for k, q in enumerate(section(top, "questions", path)):
+    listed = nonempty_section(top, "questions", path, "point questions at a VQA questions file")
+    for k, q in enumerate(listed):
         label = f"questions[{k}]"
         qid = need(q, "question_id", int, path, label)
         ids.add(qid, label)
