@@ -248,7 +248,8 @@ def test_no_credential_of_a_signed_url_reaches_any_output_or_stream(
     assert code == 2 and "an api spec is api:http(s)://" in stderr
     streams += [stdout, stderr]
     code, stdout, stderr = _cli(["run", "-c", str(bad), "--dry-run"], monkeypatch, capsys)
-    assert "left out: served / ?: model 'api:ftp://***@h/v1?api_key=***&sig=***" in stdout
+    shown = "models[0].spec (model 'served'): model 'api:ftp://***@h/v1?api_key=***&sig=***"
+    assert f"left out: served / ?: {shown}" in stdout
     streams += [stdout, stderr]
     found = []
     for path in sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".yaml"):
