@@ -26,6 +26,7 @@ from argus_eval.models import processor_files
 from argus_eval.models.compat import torchvision_available
 from argus_eval.models.loading import load_model
 from argus_eval.models.processor_files import (
+    PROCESSOR_FILE,
     VIDEO_PROCESSOR_FILE,
     complete_processor_files,
     missing_processor_files,
@@ -94,7 +95,7 @@ def _exercise(spec: str, directory: Path) -> None:
 
 
 def _video(directory: Path) -> bool:
-    cls = json.loads((directory / "processor_config.json").read_text()).get("processor_class")
+    cls = json.loads((directory / PROCESSOR_FILE).read_text()).get("processor_class")
     return cls in processor_files.VIDEO_PROCESSORS
 
 
@@ -114,7 +115,7 @@ def test_every_checkpoint_has_complete_processor_files(name: str, tmp_path: Path
     processor, only a tokenizer, and its loader asks for none.)"""
     kind, _, key = name.partition(":")
     directory = catalog.CHECKPOINTS / key if kind == "zoo" else tiny_dir(key)
-    if (directory / "processor_config.json").exists():
+    if (directory / PROCESSOR_FILE).exists():
         assert missing_processor_files(directory) == {}
     copy = shutil.copytree(directory, tmp_path / directory.name)
     assert complete_processor_files(copy) == []
@@ -132,7 +133,7 @@ def test_missing_video_config_is_found_and_written_from_the_image_processor(tmp_
     assert complete_processor_files(d) == [VIDEO_PROCESSOR_FILE]
     assert missing_processor_files(d) == {}
     video = json.loads((d / VIDEO_PROCESSOR_FILE).read_text())
-    image = json.loads((d / "processor_config.json").read_text())["image_processor"]
+    image = json.loads((d / PROCESSOR_FILE).read_text())["image_processor"]
     vision = json.loads((d / "config.json").read_text())["vision_config"]
     # Video frames are cut into the patches the vision tower was built for, and resized and normalised
     # as its images are.
@@ -142,6 +143,15 @@ def test_missing_video_config_is_found_and_written_from_the_image_processor(tmp_
     for key in ("size", "image_mean", "image_std", "rescale_factor", "resample"):
         assert video[key] == image[key], key
     assert video["video_processor_type"] == "Qwen2VLVideoProcessor"
+
+
+def test_missing_processor_config_is_named(tmp_path: Path) -> None:
+    d = shutil.copytree(catalog.CHECKPOINTS / "clip", tmp_path / "clip")
+    (d / PROCESSOR_FILE).unlink()
+    with pytest.raises(ModelLoadError) as e:
+        load_model(ModelConfig(name="c", spec=f"hf:{d}", device="cpu"))
+    assert f"cannot load processor from {d}: {d / PROCESSOR_FILE} is missing" in str(e.value)
+    assert "save_pretrained" in str(e.value)
 
 
 def test_without_torchvision_the_video_config_is_not_needed(tmp_path: Path) -> None:
@@ -180,9 +190,7 @@ def test_missing_video_config_names_directory_file_and_fix(
 
 
 @needs_torchvision
-@pytest.mark.parametrize(
-    "name", [n for n in ZOO if (catalog.CHECKPOINTS / n / "processor_config.json").exists()]
-)
+@pytest.mark.parametrize("name", [n for n in ZOO if (catalog.CHECKPOINTS / n / PROCESSOR_FILE).exists()])
 def test_torchvision_and_pil_processors_give_the_same_pixels(name: str) -> None:
     """The two backends feed a model nearly the same input: their bicubic resizes round differently, so
     a few pixels differ, by at most two grey levels; scores measured on a machine with torchvision and
