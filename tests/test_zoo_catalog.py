@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,58 @@ def test_write_entry_keeps_other_models(tmp_path: Path, monkeypatch: pytest.Monk
     catalog.write_entry("a", {"family": "clip", "note": "again"})
     data = json.loads(manifest.read_text())
     assert data["models"] == {"a": {"family": "clip", "note": "again"}, "b": {"family": "blip"}}
+
+
+def _zoo_without_video_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, Any]]:
+    """A copy of the zoo whose qwen2_5_vl checkpoint and manifest entry lack the video processor config
+    (as shipped before it was added); returns the checkpoint and the manifest written."""
+    from argus_eval.models.processor_files import VIDEO_PROCESSOR_FILE
+
+    d = _copy("qwen2_5_vl", tmp_path / "checkpoints")
+    (d / VIDEO_PROCESSOR_FILE).unlink()
+    manifest = json.loads(catalog.MANIFEST.read_text())
+    del manifest["models"]["qwen2_5_vl"]["files"][VIDEO_PROCESSOR_FILE]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(catalog, "CHECKPOINTS", tmp_path / "checkpoints")
+    monkeypatch.setattr(catalog, "MANIFEST", tmp_path / "manifest.json")
+    return d, manifest
+
+
+def test_complete_adds_the_missing_processor_file_and_records_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`argus zoo complete`: a shipped checkpoint that lacks its video processor config gets it, the
+    manifest lists its sha256, and every other file and manifest field stays as it was."""
+    from argus_eval.models.processor_files import VIDEO_PROCESSOR_FILE
+    from argus_eval.zoo.completion import complete_checkpoint
+
+    name = "qwen2_5_vl"
+    d, manifest = _zoo_without_video_config(tmp_path, monkeypatch)
+    before = catalog.checkpoint_files(d)
+
+    assert complete_checkpoint(name) == [VIDEO_PROCESSOR_FILE]
+    after = catalog.checkpoint_files(d)
+    assert set(after) - set(before) == {VIDEO_PROCESSOR_FILE}
+    assert {k: after[k] for k in before} == before  # weights and every other file byte-identical
+    entry = catalog.read_manifest()["models"][name]
+    assert entry["files"] == after
+    assert entry["size_bytes"] == catalog.dir_size(d)
+    unchanged = ("files", "size_bytes")
+    assert {k: v for k, v in entry.items() if k not in unchanged} == {
+        k: v for k, v in manifest["models"][name].items() if k not in unchanged
+    }
+    assert catalog.read_manifest()["models"]["clip"] == manifest["models"]["clip"]
+    assert complete_checkpoint(name) == []  # idempotent
+    catalog.verify_checkpoint(name)
+
+
+def test_complete_refuses_a_modified_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus_eval.models.processor_files import VIDEO_PROCESSOR_FILE
+    from argus_eval.zoo.completion import complete_checkpoint
+
+    d, manifest = _zoo_without_video_config(tmp_path, monkeypatch)
+    (d / "config.json").write_text((d / "config.json").read_text() + " ")
+    with pytest.raises(CheckpointError, match=r"config\.json does not match"):
+        complete_checkpoint("qwen2_5_vl")
+    assert not (d / VIDEO_PROCESSOR_FILE).exists()
+    assert catalog.read_manifest() == manifest

@@ -238,6 +238,17 @@ def zoo_eval(
     eval_zoo(name, out, console)
 
 
+@zoo_app.command("complete")
+def zoo_complete(
+    name: Annotated[str | None, typer.Argument(help="Zoo model to complete (default: all).")] = None,
+) -> None:
+    """Add the processor files a shipped checkpoint lacks (e.g. Qwen2.5-VL's video processor config, which
+    transformers needs where torchvision is installed), derived from its own configs; weights untouched."""
+    from argus_eval.commands.zoo_cmd import complete_zoo
+
+    complete_zoo(name, console)
+
+
 @app.command("score-captions")
 def score_captions(
     results: Annotated[Path, typer.Argument(help='COCO results file: [{"image_id", "caption"}].')],

@@ -1,5 +1,6 @@
-"""`argus zoo list`, `argus zoo train [NAME]` and `argus zoo eval [NAME]`: show the built-in zoo, rebuild it
-from its recipes, or measure it with the harness."""
+"""`argus zoo list`, `argus zoo train [NAME]`, `argus zoo eval [NAME]` and `argus zoo complete [NAME]`: show
+the built-in zoo, rebuild it from its recipes, measure it with the harness, or add the processor files a
+checkpoint lacks."""
 
 from __future__ import annotations
 
@@ -163,3 +164,13 @@ def eval_zoo(name: str | None, out: Path | None, console: Console) -> None:
         entry = remeasure(n, out_dir, log=_log(console))
         _print_figures(n, entry["eval"], console)
         console.print(f"zoo:{n}: measured in {entry['eval']['seconds']} s into {out_dir}, manifest updated")
+
+
+def complete_zoo(name: str | None, console: Console) -> None:
+    """Add the processor files shipped checkpoints lack (one, or all) and record them in the manifest."""
+    from argus_eval.zoo.completion import complete_checkpoint
+
+    for n in _shipped(name):
+        written = complete_checkpoint(n)
+        done = f"wrote {', '.join(written)}, manifest updated" if written else "complete, nothing written"
+        console.print(f"zoo:{n}: {done}", highlight=False, markup=False)

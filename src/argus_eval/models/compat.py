@@ -1,8 +1,12 @@
-"""Workarounds for transformers 5 without torchvision, applied only where they are needed."""
+"""Workarounds for transformers 5 with and without torchvision, applied only where they are needed."""
 
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
+
+from argus_eval.models.hf_common import hf_module
+from argus_eval.models.processor_files import video_settings
 
 _applied: set[str] = set()
 
@@ -29,3 +33,17 @@ def ensure_qwen_processor_compat() -> None:
 
     Qwen2_5_VLProcessor.get_attributes = classmethod(_attributes)  # type: ignore[method-assign,assignment]
     _applied.add("qwen2_5_vl")
+
+
+def qwen_processor(image_processor: Any, tokenizer: Any, chat_template: str) -> Any:
+    """A Qwen2_5_VLProcessor with and without torchvision. With it, transformers requires a video
+    processor; it gets one with the image processor's settings (as the video config written beside a
+    checkpoint without torchvision has, see processor_files), so a checkpoint saves alike in both."""
+    ensure_qwen_processor_compat()
+    tf = hf_module()
+    extra: dict[str, Any] = {}
+    if torchvision_available():
+        extra["video_processor"] = tf.Qwen2VLVideoProcessor(**video_settings(image_processor.to_dict()))
+    return tf.Qwen2_5_VLProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template, **extra
+    )

@@ -26,6 +26,7 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
+from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, SCORE_PAIRS
 
 
@@ -200,5 +201,5 @@ def load_blip(req: LoadRequest) -> _BlipBase:
     kw = req.pretrained_kwargs()
     cls = getattr(tf, archs[0])
     model = call_pretrained(req, "model", lambda: cls.from_pretrained(req.source, **kw))
-    processor = call_pretrained(req, "processor", lambda: tf.AutoProcessor.from_pretrained(req.source, **kw))
+    processor = load_processor(req)
     return BLIP_HEADS[archs[0]](req, model, processor)

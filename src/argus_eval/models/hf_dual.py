@@ -20,6 +20,7 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
+from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
 
 
@@ -149,5 +150,5 @@ def load_dual_encoder(req: LoadRequest) -> DualEncoderAdapter:
             f"model {req.cfg.spec!r}: {type(model).__name__} has no get_image_features/get_text_features",
             key="spec",
         )
-    processor = call_pretrained(req, "processor", lambda: tf.AutoProcessor.from_pretrained(req.source, **kw))
+    processor = load_processor(req)
     return DualEncoderAdapter(req, model, processor)

@@ -33,6 +33,7 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
+from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.models.vlm_pool import pool_images, pool_texts
 from argus_eval.models.vlm_prefix import Job, PrefixScorer, continuation_ids, group_items
@@ -267,7 +268,7 @@ def load_vlm(req: LoadRequest) -> VLMAdapter:
     """Load any checkpoint AutoModelForImageTextToText and AutoProcessor (with a chat template) accept."""
     tf = hf_module()
     kw = req.pretrained_kwargs()
-    processor = call_pretrained(req, "processor", lambda: tf.AutoProcessor.from_pretrained(req.source, **kw))
+    processor = load_processor(req)
     if not getattr(processor, "chat_template", None) or not hasattr(processor, "tokenizer"):
         raise ModelLoadError(
             f"model {req.cfg.spec!r}: processor at {req.source} has no chat template or tokenizer; "

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from argus_eval.models.hf_common import hf_module
+from argus_eval.models.processor_files import save_processor
 from argus_eval.registry import Registry
 
 Builder = Callable[[Path], None]
@@ -130,7 +131,7 @@ def _build_clip(out_dir: Path) -> None:
     model = tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
     improc = CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     model.save_pretrained(out_dir)
-    tf.CLIPProcessor(image_processor=improc, tokenizer=tok).save_pretrained(out_dir)
+    save_processor(tf.CLIPProcessor(image_processor=improc, tokenizer=tok), out_dir)
 
 
 BLIP_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[DEC]"]
@@ -186,7 +187,7 @@ def _blip_builder(class_name: str) -> Builder:
         _, processor, cfg_kw = _blip_parts()
         model = getattr(tf, class_name)(tf.BlipConfig(**cfg_kw))
         model.save_pretrained(out_dir)
-        processor.save_pretrained(out_dir)  # type: ignore[attr-defined]
+        save_processor(processor, out_dir)
 
     return build
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from argus_eval.models.compat import ensure_qwen_processor_compat
+from argus_eval.models.compat import qwen_processor
 from argus_eval.models.hf_common import hf_module
+from argus_eval.models.processor_files import save_processor
 from argus_eval.testing.tiny import word_tokenizer_object
 
 GEMMA_SPECIALS = [
@@ -125,13 +126,12 @@ def build_gemma3(out_dir: Path) -> None:
         image_processor=improc, tokenizer=tok, chat_template=GEMMA_TEMPLATE, image_seq_length=4
     )
     model.save_pretrained(out_dir)
-    processor.save_pretrained(out_dir)
+    save_processor(processor, out_dir)
 
 
 def build_qwen2_5_vl(out_dir: Path) -> None:
     """Qwen2_5_VLForConditionalGeneration: 32px image, patch 8, merge 2 -> 4 image tokens."""
     tf = hf_module()
-    ensure_qwen_processor_compat()
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     tok = tf.PreTrainedTokenizerFast(
@@ -190,6 +190,6 @@ def build_qwen2_5_vl(out_dir: Path) -> None:
         temporal_patch_size=2,
         merge_size=2,
     )
-    processor = tf.Qwen2_5_VLProcessor(image_processor=improc, tokenizer=tok, chat_template=QWEN_TEMPLATE)
+    processor = qwen_processor(improc, tok, QWEN_TEMPLATE)
     model.save_pretrained(out_dir)
-    processor.save_pretrained(out_dir)
+    save_processor(processor, out_dir)

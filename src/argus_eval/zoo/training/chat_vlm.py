@@ -27,6 +27,7 @@ import torch
 from numpy.typing import NDArray
 
 from argus_eval.models.hf_common import to_pil
+from argus_eval.models.processor_files import save_processor
 from argus_eval.zoo.training import object_tokens
 from argus_eval.zoo.training.data import SplitData, load_split
 from argus_eval.zoo.training.loop import Schedule, param_groups, run_phase, seed_everything
@@ -284,7 +285,7 @@ def train_chat(
         share = None if seconds is None else seconds * sch.steps / planned
         done.append(run_phase(model, fn, sch, gen, share, log, groups))
     model.save_pretrained(out_dir)
-    processor.save_pretrained(out_dir)
+    save_processor(processor, out_dir)
     return Trained(
         params=sum(p.numel() for p in model.parameters()),
         steps=sum(r.steps for r in done),

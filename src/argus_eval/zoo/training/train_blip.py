@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module, to_pil
+from argus_eval.models.processor_files import save_processor
 from argus_eval.models.protocols import CAPTION
 from argus_eval.zoo.training.data import CaptionBatches, SplitData, load_split
 from argus_eval.zoo.training.loop import LoopResult, Schedule, run_phase, seed_everything
@@ -170,7 +171,7 @@ class Setup:
         """Save model and processor into out_dir and report the run (config and data gain what all the
         BLIP recipes share)."""
         self.model.save_pretrained(out_dir)
-        self.processor.save_pretrained(out_dir)
+        save_processor(self.processor, out_dir)
         return Trained(
             params=sum(p.numel() for p in self.model.parameters()),
             steps=res.steps,

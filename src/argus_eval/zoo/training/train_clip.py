@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from argus_eval.models.hf_common import hf_module
+from argus_eval.models.processor_files import save_processor
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
 from argus_eval.zoo.training.data import CaptionBatches, load_split
 from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
@@ -124,7 +125,7 @@ def train(
     schedule = SCHEDULE if steps is None else Schedule(steps=steps, lr=SCHEDULE.lr, warmup=min(steps, 30))
     res = run_phase(model, step, schedule, gen, seconds, log)
     model.save_pretrained(out_dir)
-    processor.save_pretrained(out_dir)
+    save_processor(processor, out_dir)
     return Trained(
         params=sum(p.numel() for p in model.parameters()),
         steps=res.steps,

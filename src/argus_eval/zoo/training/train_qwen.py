@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from argus_eval.models.compat import ensure_qwen_processor_compat
+from argus_eval.models.compat import qwen_processor
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
@@ -61,7 +61,6 @@ RECIPE_DATA = ChatRecipe(
 def build(words: list[str]) -> tuple[Any, Any]:
     """Qwen2_5_VLForConditionalGeneration and its processor (word-level tokenizer, chat template)."""
     tf = hf_module()
-    ensure_qwen_processor_compat()
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     tok = tf.PreTrainedTokenizerFast(
@@ -121,7 +120,7 @@ def build(words: list[str]) -> tuple[Any, Any]:
         temporal_patch_size=2,
         merge_size=MERGE,
     )
-    processor = tf.Qwen2_5_VLProcessor(image_processor=improc, tokenizer=tok, chat_template=TEMPLATE)
+    processor = qwen_processor(improc, tok, TEMPLATE)
     return model, processor
 
 
