@@ -10,7 +10,8 @@ from typing import Any
 
 # Files that decide a checkpoint's outputs: weights, configs, tokenizer and processor files, templates.
 _HASHED_SUFFIXES = frozenset(
-    {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz"}
+    {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz",
+     ".yaml"}
 )
 # Options that change how a model is called but never what it answers.
 RUNTIME_ONLY_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "backoff_s", "api_key_env"})
@@ -49,16 +50,23 @@ def dir_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+def _content(value: Any) -> Any:
+    """value with each path to a file or directory (also inside a mapping, e.g. region_features'
+    detector) replaced by the hash of what it holds."""
+    if isinstance(value, dict):
+        return {k: _content(v) for k, v in sorted(value.items())}
+    if isinstance(value, str) and value:
+        p = Path(value.removeprefix("hf:")).expanduser()
+        if p.is_file():
+            return {"file_sha256": file_digest(p)}
+        if p.is_dir():
+            return {"dir_sha256": dir_digest(p)}
+    return value
+
+
 def output_options(options: dict[str, Any]) -> dict[str, Any]:
     """The options that can change a model's answers, with file paths replaced by their content hash."""
-    out: dict[str, Any] = {}
-    for k, v in sorted(options.items()):
-        if k in RUNTIME_ONLY_OPTIONS:
-            continue
-        if isinstance(v, str) and Path(v).is_file():
-            v = {"file_sha256": file_digest(Path(v))}
-        out[k] = v
-    return out
+    return {k: _content(v) for k, v in sorted(options.items()) if k not in RUNTIME_ONLY_OPTIONS}
 
 
 def combine(parts: dict[str, Any]) -> str:

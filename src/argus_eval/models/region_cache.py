@@ -53,14 +53,14 @@ class CachedRegions:
             for i, key in enumerate(missing):
                 entry: Arrays = {"features": out.features[i], "boxes": out.boxes[i]}
                 if out.found is not None:
-                    entry["found"] = np.asarray(out.found[i], dtype=np.int32)
+                    entry["found"] = np.asarray([out.found[i]], dtype=np.int32)  # (1,): stores keep it
                 entries[key] = entry
                 if not fresh:
                     self.cache.put(key, entry, durable=self.provider.costly)
         rows = [entries[k] for k in keys]
         found = None
         if all("found" in e for e in rows):
-            found = np.array([int(e["found"]) for e in rows], dtype=np.int32)
+            found = np.array([int(e["found"][0]) for e in rows], dtype=np.int32)
             n_rows = rows[0]["features"].shape[0] if rows else 0
             self._padded.update(k for k, n in zip(keys, found, strict=True) if n < n_rows)
         return RegionBatch(
