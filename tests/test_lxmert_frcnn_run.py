@@ -49,7 +49,9 @@ def detected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield calls
 
 
-def _config(cache: Path, detector: Path, perturbations: list[dict[str, Any]], **regions: Any) -> dict[str, Any]:
+def _config(
+    cache: Path, detector: Path, perturbations: list[dict[str, Any]], **regions: Any
+) -> dict[str, Any]:
     return {
         "name": "lxmert-frcnn",
         "seed": 0,
@@ -64,9 +66,16 @@ def _config(cache: Path, detector: Path, perturbations: list[dict[str, Any]], **
             }
         ],
         "datasets": [
-            {"name": "studio", "format": "shapesworld", "domain": "studio", "split": "test", "n_images": 3,
-             "train_images": 4, "questions_per_image": 2},
-        ],  # fmt: skip
+            {
+                "name": "studio",
+                "format": "shapesworld",
+                "domain": "studio",
+                "split": "test",
+                "n_images": 3,
+                "train_images": 4,
+                "questions_per_image": 2,
+            },
+        ],
         "tasks": ["reasoning"],
         "perturbations": perturbations,
         "scoring": {"resamples": 20},
@@ -97,7 +106,9 @@ def test_every_condition_is_answered_from_its_own_pixels_and_regions_are_cached(
     # A new condition on the same store: the clean regions come from the store, only new pixels are
     # detected (the text perturbation shows the clean images: nothing at all)
     detected.clear()
-    more = parse_config(_config(tmp_path / "cache", detector, [*PERTURBED, {"text": "typos", "severity": 2}]), "t")
+    more = parse_config(
+        _config(tmp_path / "cache", detector, [*PERTURBED, {"text": "typos", "severity": 2}]), "t"
+    )
     again = run(more, tmp_path / "out", quiet=True)
     assert again.stats.records_written == 6 and sum(detected) == 0
     assert {c.condition for c in again.results.cells} >= {"text:typos@2"}
@@ -128,16 +139,35 @@ def test_a_file_of_the_providers_own_regions_gives_the_same_answers(tmp_path: Pa
     reg = provider.regions(images)
     save_npz(tmp_path / "regions.npz", images, reg.features, reg.boxes, reg.found)
     spec = f"hf:{tiny_dir('lxmert-vqa-frcnn')}"
-    live = load_model(ModelConfig(name="l", spec=spec, device="cpu", options={"region_features": {"kind": "frcnn-vg", "detector": str(detector)}}))
-    filed = load_model(ModelConfig(name="l", spec=spec, device="cpu", options={"region_features": str(tmp_path / "regions.npz")}))
+    live = load_model(
+        ModelConfig(
+            name="l",
+            spec=spec,
+            device="cpu",
+            options={"region_features": {"kind": "frcnn-vg", "detector": str(detector)}},
+        )
+    )
+    filed = load_model(
+        ModelConfig(
+            name="l", spec=spec, device="cpu", options={"region_features": str(tmp_path / "regions.npz")}
+        )
+    )
     np.testing.assert_array_equal(live.classify(images, questions), filed.classify(images, questions))
 
 
-def test_the_detector_and_its_settings_are_part_of_the_model_fingerprint(tmp_path: Path, detector: Path) -> None:
+def test_the_detector_and_its_settings_are_part_of_the_model_fingerprint(
+    tmp_path: Path, detector: Path
+) -> None:
     spec = f"hf:{tiny_dir('lxmert-vqa-frcnn')}"
 
     def fp(det: Path, **kw: Any) -> str:
-        return model_fingerprint(ModelConfig(name="l", spec=spec, options={"region_features": {"kind": "frcnn-vg", "detector": str(det), **kw}}))
+        return model_fingerprint(
+            ModelConfig(
+                name="l",
+                spec=spec,
+                options={"region_features": {"kind": "frcnn-vg", "detector": str(det), **kw}},
+            )
+        )
 
     other = build_detector_dir(tmp_path / "other", seed=1)
     base = fp(detector)
@@ -149,7 +179,14 @@ def test_the_detector_and_its_settings_are_part_of_the_model_fingerprint(tmp_pat
 def test_the_paper_dry_run_names_frcnn_vg_for_every_lxmert_cell(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["argus", "run", "-c", str(ROOT / "configs/paper.yaml"), "--data-root", str(ROOT / "tests/fixtures/data")]
+    argv = [
+        "argus",
+        "run",
+        "-c",
+        str(ROOT / "configs/paper.yaml"),
+        "--data-root",
+        str(ROOT / "tests/fixtures/data"),
+    ]
     monkeypatch.setattr(sys, "argv", [*argv, "--dry-run", "--json"])
     with pytest.raises(SystemExit) as ei:
         main()

@@ -67,10 +67,18 @@ def test_published_architecture_has_the_checkpoint_names_and_shapes_and_loads_st
     # A random-weight checkpoint of the published shapes (on meta: shapes only) places every tensor,
     # with BatchNorm's counters as an older export writes them, and builds the real-size detector.
     ckpt = dict(state)
-    ckpt.update({k.replace("running_var", "num_batches_tracked"): torch.zeros(()) for k in state if "running_var" in k})
+    ckpt.update(
+        {
+            k.replace("running_var", "num_batches_tracked"): torch.zeros(())
+            for k in state
+            if "running_var" in k
+        }
+    )
     model = build_detector(FrcnnConfig(), ckpt, "published")
     assert model.cfg.feature_dim == 2048
-    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == {k: tuple(v.shape) for k, v in state.items()}
+    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == {
+        k: tuple(v.shape) for k, v in state.items()
+    }
 
 
 def test_a_missing_extra_or_misshapen_tensor_is_named_in_one_line() -> None:
@@ -87,9 +95,13 @@ def test_a_missing_extra_or_misshapen_tensor_is_named_in_one_line() -> None:
     with pytest.raises(ModelLoadError, match=r"cls_score\.weight has shape \(1231, 2048\).*\(1601, 2048\)"):
         check_state_dict(wrong, expected, "d")
     # legacy gamma/beta names are the same tensors; the anchors may be left to the config
-    legacy = {k.replace("norm.weight", "norm.gamma").replace("norm.bias", "norm.beta"): v for k, v in state.items()}
+    legacy = {
+        k.replace("norm.weight", "norm.gamma").replace("norm.bias", "norm.beta"): v for k, v in state.items()
+    }
     del legacy["proposal_generator.anchor_generator.cell_anchors.0"]
-    assert set(check_state_dict(legacy, expected, "d")) == set(state) - {"proposal_generator.anchor_generator.cell_anchors.0"}
+    assert set(check_state_dict(legacy, expected, "d")) == set(state) - {
+        "proposal_generator.anchor_generator.cell_anchors.0"
+    }
 
 
 def test_a_bad_checkpoint_directory_fails_loading_naming_the_tensor(tmp_path: Path) -> None:
@@ -109,7 +121,10 @@ def test_a_bad_checkpoint_directory_fails_loading_naming_the_tensor(tmp_path: Pa
 def test_config_yaml_is_read_at_the_top_level_or_under_model(tmp_path: Path) -> None:
     assert config_from_mapping(to_yaml_dict(TINY_DETECTOR), "t") == TINY_DETECTOR
     flat = {"RPN": {"POST_NMS_TOPK_TEST": 100}, "ROI_HEADS": {"NMS_THRESH_TEST": 0.5}, "MAX_DETECTIONS": 20}
-    nested = {"MODEL": {"RPN": {"POST_NMS_TOPK_TEST": 100}, "ROI_HEADS": {"NMS_THRESH_TEST": 0.5}}, "MAX_DETECTIONS": 20}
+    nested = {
+        "MODEL": {"RPN": {"POST_NMS_TOPK_TEST": 100}, "ROI_HEADS": {"NMS_THRESH_TEST": 0.5}},
+        "MAX_DETECTIONS": 20,
+    }
     for data in (flat, nested):
         c = config_from_mapping(data, "t")
         assert (c.post_nms_topk, c.nms_thresholds, c.boxes, c.min_boxes) == (100, (0.5,), 20, 20)
@@ -129,15 +144,15 @@ def _roi_pool_reference(feat: np.ndarray, boxes: np.ndarray, scale: float, size:
     c, height, width = feat.shape
     out = np.zeros((len(boxes), c, size, size), np.float32)
     for r, b in enumerate(boxes.astype(np.float32)):
-        x1, y1, x2, y2 = (int(math.floor(float(v * np.float32(scale)) + 0.5)) for v in b)
+        x1, y1, x2, y2 = (math.floor(float(v * np.float32(scale)) + 0.5) for v in b)
         rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
         bh, bw = np.float32(rh) / np.float32(size), np.float32(rw) / np.float32(size)
         for ph in range(size):
-            hs = min(max(int(math.floor(np.float32(ph) * bh)) + y1, 0), height)
-            he = min(max(int(math.ceil(np.float32(ph + 1) * bh)) + y1, 0), height)
+            hs = min(max(math.floor(np.float32(ph) * bh) + y1, 0), height)
+            he = min(max(math.ceil(np.float32(ph + 1) * bh) + y1, 0), height)
             for pw in range(size):
-                ws = min(max(int(math.floor(np.float32(pw) * bw)) + x1, 0), width)
-                we = min(max(int(math.ceil(np.float32(pw + 1) * bw)) + x1, 0), width)
+                ws = min(max(math.floor(np.float32(pw) * bw) + x1, 0), width)
+                we = min(max(math.ceil(np.float32(pw + 1) * bw) + x1, 0), width)
                 if he > hs and we > ws:
                     out[r, :, ph, pw] = feat[:, hs:he, ws:we].max(axis=(1, 2))
     return out
@@ -195,9 +210,13 @@ def test_deltas_decode_as_hand_computed() -> None:
     box = torch.tensor([[10.0, 20.0, 30.0, 60.0]])  # centre (20, 40), 20 x 40
     assert torch.equal(apply_deltas(torch.zeros(1, 4), box, (1, 1, 1, 1)), box)
     d = torch.tensor([[1.0, -0.5, math.log(2.0), 0.0]])  # shift by one width right, half a height up
-    np.testing.assert_allclose(apply_deltas(d, box, (1, 1, 1, 1)).numpy(), [[20.0, 0.0, 60.0, 40.0]], rtol=1e-6)
+    np.testing.assert_allclose(
+        apply_deltas(d, box, (1, 1, 1, 1)).numpy(), [[20.0, 0.0, 60.0, 40.0]], rtol=1e-6
+    )
     d10 = d * torch.tensor([10.0, 10.0, 5.0, 5.0])  # the box head's weights divide them back out
-    np.testing.assert_allclose(apply_deltas(d10, box, (10, 10, 5, 5)).numpy(), [[20.0, 0.0, 60.0, 40.0]], rtol=1e-6)
+    np.testing.assert_allclose(
+        apply_deltas(d10, box, (10, 10, 5, 5)).numpy(), [[20.0, 0.0, 60.0, 40.0]], rtol=1e-6
+    )
 
 
 def test_images_are_resized_like_the_original_preprocessing() -> None:
@@ -211,7 +230,9 @@ def test_images_are_resized_like_the_original_preprocessing() -> None:
     im[:] = (200, 100, 50)  # RGB
     x = prepare(im, cfg, torch.device("cpu"))
     assert (x.height, x.width) == (600, 800) and x.pixels.shape == (1, 3, 600, 800)
-    np.testing.assert_allclose(x.pixels[0, :, 300, 400].numpy(), [50 - 102.9801, 100 - 115.9465, 200 - 122.7717], rtol=1e-5)
+    np.testing.assert_allclose(
+        x.pixels[0, :, 300, 400].numpy(), [50 - 102.9801, 100 - 115.9465, 200 - 122.7717], rtol=1e-5
+    )
 
 
 def _boxes(*rows: tuple[float, float, float, float]) -> torch.Tensor:
@@ -235,7 +256,10 @@ def test_tiny_detector_regions_shape_normalisation_padding_and_determinism(tmp_p
     d = build_detector_dir(tmp_path / "det")
     p = FrcnnRegionFeatures(str(d))
     rng = np.random.default_rng(0)
-    ims = [rng.integers(0, 256, (120, 160, 3), dtype=np.uint8), np.zeros((3, 2, 3), np.uint8)]  # tiny: resized
+    ims = [
+        rng.integers(0, 256, (120, 160, 3), dtype=np.uint8),
+        np.zeros((3, 2, 3), np.uint8),
+    ]  # tiny: resized
     r = p.regions(ims)
     assert p.feature_dim == TINY_DETECTOR.feature_dim == 128
     assert r.features.shape == (2, 10, 128) and r.boxes.shape == (2, 10, 4) and r.found is not None

@@ -10,8 +10,8 @@ from typing import Any
 
 # Files that decide a checkpoint's outputs: weights, configs, tokenizer and processor files, templates.
 _HASHED_SUFFIXES = frozenset(
-    {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz",
-     ".yaml"}
+    {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz"}
+    | {".yaml"}  # a detector's config.yaml (LXMERT's frcnn-vg regions)
 )
 # Options that change how a model is called but never what it answers.
 RUNTIME_ONLY_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "backoff_s", "api_key_env"})

@@ -257,15 +257,15 @@ def save_npz(
     found (n,) keeps a provider's count of real regions (RegionBatch.found)."""
     sizes = np.array([np.asarray(im).shape[:2] for im in images], dtype=np.float32)
     keys = np.array([image_key(im) for im in images])
-    extra = {} if found is None else {"found": np.asarray(found, np.int32)}
-    np.savez(
-        path,
-        keys=keys,
-        features=np.asarray(features, np.float32),
-        boxes=np.asarray(boxes, np.float32),
-        image_sizes=sizes,
-        **extra,
-    )
+    arrays: dict[str, NDArray[Any]] = {
+        "keys": keys,
+        "features": np.asarray(features, np.float32),
+        "boxes": np.asarray(boxes, np.float32),
+        "image_sizes": sizes,
+    }
+    if found is not None:
+        arrays["found"] = np.asarray(found, np.int32)
+    np.savez(path, **arrays)  # type: ignore[arg-type]
 
 
 REGION_PROVIDERS: Registry[Callable[..., RegionFeatureProvider]] = Registry("region feature provider")

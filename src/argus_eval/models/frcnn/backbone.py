@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
 from argus_eval.models.frcnn.config import FrcnnConfig
 
 
 class FrozenBatchNorm(nn.Module):
     """Batch norm with fixed statistics: y = (x - mean) / sqrt(var + eps) * weight + bias."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor
+    running_mean: torch.Tensor
+    running_var: torch.Tensor
 
     def __init__(self, channels: int, eps: float = 1e-5) -> None:
         super().__init__()
@@ -73,7 +78,10 @@ def stage(
     blocks: int, cin: int, cout: int, mid: int, stride: int, cfg: FrcnnConfig, dilation: int = 1
 ) -> nn.Sequential:
     """A ResNet stage: the first block strides (and widens), the rest keep the shape."""
-    layers = [Bottleneck(cin if i == 0 else cout, cout, mid, stride if i == 0 else 1, cfg, dilation) for i in range(blocks)]
+    layers = [
+        Bottleneck(cin if i == 0 else cout, cout, mid, stride if i == 0 else 1, cfg, dilation)
+        for i in range(blocks)
+    ]
     return nn.Sequential(*layers)
 
 

@@ -23,7 +23,12 @@ import yaml
 from argus_eval.errors import ModelLoadError
 
 # ResNet depth -> blocks of res2, res3, res4 (res5 always has 3, in the RoI head); 26 is for tests
-STAGE_BLOCKS: dict[int, tuple[int, int, int]] = {26: (2, 2, 2), 50: (3, 4, 6), 101: (3, 4, 23), 152: (3, 8, 36)}
+STAGE_BLOCKS: dict[int, tuple[int, int, int]] = {
+    26: (2, 2, 2),
+    50: (3, 4, 6),
+    101: (3, 4, 23),
+    152: (3, 8, 36),
+}
 
 
 @dataclass(frozen=True)
@@ -210,4 +215,3 @@ def to_yaml_dict(cfg: FrcnnConfig) -> dict[str, Any]:
         target[key] = value
     out["ROI_BOX_HEAD"].update({"ATTR": True, "CLS_AGNOSTIC_BBOX_REG": False})
     return out
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
 from argus_eval.models.frcnn.backbone import res5
 from argus_eval.models.frcnn.config import FrcnnConfig
@@ -40,7 +40,8 @@ class BoxPredictor(nn.Module):
     def attributes(self, x: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         """(R, attributes + 1) attribute logits, conditioned on each region's best class."""
         emb = self.cls_embedding(scores.argmax(dim=-1))
-        return self.attr_score(F.relu(self.fc_attr(torch.cat([x, emb], dim=-1))))
+        logits: torch.Tensor = self.attr_score(F.relu(self.fc_attr(torch.cat([x, emb], dim=-1))))
+        return logits
 
 
 class Res5ROIHeads(nn.Module):

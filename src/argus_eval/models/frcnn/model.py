@@ -30,7 +30,8 @@ class FasterRCNN(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        return self.proposal_generator.anchor_generator.cell_anchors[0].device
+        anchors: torch.Tensor = self.proposal_generator.anchor_generator.cell_anchors[0]
+        return anchors.device
 
     @torch.inference_mode()
     def detect(self, image: ImageArray) -> Regions:

@@ -48,7 +48,9 @@ def _iou_one(box: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
     return inter / (area + areas - inter)
 
 
-def nms(boxes: torch.Tensor, scores: torch.Tensor, threshold: float, limit: int | None = None) -> torch.Tensor:
+def nms(
+    boxes: torch.Tensor, scores: torch.Tensor, threshold: float, limit: int | None = None
+) -> torch.Tensor:
     """Indices of the boxes greedy NMS keeps, best score first (ties in input order); a box is dropped
     when its IoU with a kept one exceeds threshold (a NaN IoU drops nothing, as in torchvision). Stops
     after limit kept boxes: the same first boxes a full pass keeps."""
@@ -77,7 +79,9 @@ def _bins(start: int, length: int, size: int, limit: int) -> list[tuple[int, int
     idx = torch.arange(size + 1, dtype=torch.float32)
     lo = torch.floor(idx[:-1] * bin_len).to(torch.long) + start
     hi = torch.ceil(idx[1:] * bin_len).to(torch.long) + start
-    return [(min(max(a, 0), limit), min(max(b, 0), limit)) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+    return [
+        (min(max(a, 0), limit), min(max(b, 0), limit)) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)
+    ]
 
 
 def roi_pool(features: torch.Tensor, boxes: torch.Tensor, scale: float, size: int) -> torch.Tensor:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError

@@ -10,7 +10,7 @@ import math
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
 from argus_eval.models.frcnn.config import FrcnnConfig
 from argus_eval.models.frcnn.ops import apply_deltas, clip_boxes, nms
@@ -40,13 +40,14 @@ class AnchorGenerator(nn.Module):
 
     def forward(self, height: int, width: int) -> torch.Tensor:
         """(height * width * A, 4) anchors, cell by cell (row-major), the A anchors of a cell together."""
-        base = self.cell_anchors[0]
+        base: torch.Tensor = self.cell_anchors[0]
         start = self.offset * self.stride
         xs = torch.arange(width, dtype=torch.float32, device=base.device) * self.stride + start
         ys = torch.arange(height, dtype=torch.float32, device=base.device) * self.stride + start
         sy, sx = torch.meshgrid(ys, xs, indexing="ij")
         shifts = torch.stack((sx.reshape(-1), sy.reshape(-1), sx.reshape(-1), sy.reshape(-1)), dim=1)
-        return (shifts[:, None, :] + base[None, :, :]).reshape(-1, 4)
+        anchors: torch.Tensor = (shifts[:, None, :] + base[None, :, :]).reshape(-1, 4)
+        return anchors
 
 
 class RPNHead(nn.Module):

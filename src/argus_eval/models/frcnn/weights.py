@@ -59,7 +59,9 @@ def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
                 return dict(load_file(str(path)))
             data = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # truncated file, not a state dict, a pickle of something else
-            raise ModelLoadError(f"detector weights {path} are unreadable ({type(e).__name__}: {e})") from None
+            raise ModelLoadError(
+                f"detector weights {path} are unreadable ({type(e).__name__}: {e})"
+            ) from None
         if isinstance(data, Mapping) and isinstance(data.get("model"), Mapping):
             data = data["model"]  # a detectron2-style {"model": state_dict}
         if not isinstance(data, Mapping) or not all(isinstance(v, torch.Tensor) for v in data.values()):
