@@ -13,7 +13,7 @@ import torch
 import yaml
 from torch import nn
 
-from argus_eval.models.frcnn.backbone import FrozenBatchNorm
+from argus_eval.models.frcnn.backbone import Bottleneck, FrozenBatchNorm
 from argus_eval.models.frcnn.config import FrcnnConfig, to_yaml_dict
 from argus_eval.models.frcnn.model import FasterRCNN
 from argus_eval.models.frcnn.weights import CONFIG_NAME
@@ -38,9 +38,10 @@ TINY_DETECTOR = FrcnnConfig(
 
 
 def random_detector(cfg: FrcnnConfig, seed: int = 0) -> FasterRCNN:
-    """A detector of cfg's architecture with seeded random weights: He-initialised backbone convolutions,
-    batch norms near identity with random statistics, and the heads initialised as detectron2 does
-    (normal, std 0.01; box deltas 0.001), so that proposals and boxes stay near their anchors."""
+    """A detector of cfg's architecture with seeded random weights: He-initialised convolutions, batch
+    norms near identity with random statistics, each residual branch's last norm scaled to 0.1 (so 23
+    blocks of res4 do not multiply the activations into the millions), and heads of small weights (so
+    proposals and boxes stay near their anchors, as a trained detector's mostly do)."""
     gen = torch.Generator().manual_seed(seed)
     model = FasterRCNN(cfg)
     with torch.no_grad():
@@ -61,9 +62,13 @@ def random_detector(cfg: FrcnnConfig, seed: int = 0) -> FasterRCNN:
                 bias = getattr(module, "bias", None)
                 if bias is not None:
                     bias.zero_()
-        for conv in model.proposal_generator.rpn_head.children():
-            assert isinstance(conv, nn.Conv2d)
-            conv.weight.normal_(0.0, 0.01, generator=gen)
+        for block in model.modules():
+            if isinstance(block, Bottleneck):  # residual branches start small: depth does not blow up
+                block.conv3.norm.weight.mul_(0.1)
+        head = model.proposal_generator.rpn_head
+        head.conv.weight.normal_(0.0, 0.01, generator=gen)
+        head.objectness_logits.weight.normal_(0.0, 0.001, generator=gen)
+        head.anchor_deltas.weight.normal_(0.0, 0.001, generator=gen)
         model.roi_heads.box_predictor.bbox_pred.weight.normal_(0.0, 0.001, generator=gen)
     return model.eval()
 
