@@ -116,6 +116,8 @@ def test_a_bad_checkpoint_directory_fails_loading_naming_the_tensor(tmp_path: Pa
         FrcnnRegionFeatures(str(d))
     with pytest.raises(ModelLoadError, match="does not exist"):
         FrcnnRegionFeatures(str(tmp_path / "nowhere"))
+    with pytest.raises(ModelLoadError, match="neither a local directory nor a reachable hub repo"):
+        FrcnnRegionFeatures("hf:unc-nlp/frcnn-vg-finetuned")  # offline in the tests: named, not fetched
 
 
 def test_config_yaml_is_read_at_the_top_level_or_under_model(tmp_path: Path) -> None:
