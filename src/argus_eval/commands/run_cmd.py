@@ -111,6 +111,7 @@ def run_command(
                     "recomputed_stale": outcome.stats.stale,
                     "retried_failed": outcome.stats.retried,
                     "answers_cut": outcome.stats.answers_cut,
+                    "regions_padded": outcome.stats.regions_padded,
                     "left_out": outcome.plan.skipped,
                     # annotation records the loaders skipped, each named in skipped.jsonl
                     "skipped_records": sum(len(d.skipped) for d in outcome.plan.datasets),
@@ -139,6 +140,13 @@ def run_command(
         console.print(
             f"note: {outcome.stats.answers_cut} generated answers were longer than their model's "
             "max_answer_chars and were cut to it",
+            markup=False,
+            highlight=False,
+        )
+    if outcome.stats.regions_padded:
+        console.print(
+            f"note: on {outcome.stats.regions_padded} images the detector found fewer regions than asked; "
+            "they were padded with empty regions that the model does not attend to",
             markup=False,
             highlight=False,
         )
@@ -202,12 +210,14 @@ def dry_run_plan(
         "calls/cell",
         "calls",
     )
-    for col in cols:
+    regions = any(r["regions"] for r in rows)  # the region features a model reads (LXMERT)
+    for col in (*cols, "regions") if regions else cols:
         table.add_column(col)
     for r in rows:
         table.add_row(
             r["model"], r["task"], r["checkpoint"], r["dataset"], str(r["conditions"]), str(r["samples"]),
             r["protocol"], f"{r['calls_per_cell']:,}", f"{r['calls']:,}",
+            *([r["regions"] or "-"] if regions else []),
         )  # fmt: skip
     console.print(table)
     for s in skipped:

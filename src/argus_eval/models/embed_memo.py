@@ -36,6 +36,11 @@ def bypassed() -> Iterator[None]:
         _BYPASS.reset(token)
 
 
+def is_bypassed() -> bool:
+    """Whether lookups are bypassed here (inside bypassed(): efficiency profiling)."""
+    return _BYPASS.get()
+
+
 def image_key(image: ImageArray) -> bytes:
     """Content key of an image: equal arrays share one entry even when they are different objects."""
     a = np.ascontiguousarray(image)

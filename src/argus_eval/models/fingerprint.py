@@ -11,6 +11,7 @@ from typing import Any
 # Files that decide a checkpoint's outputs: weights, configs, tokenizer and processor files, templates.
 _HASHED_SUFFIXES = frozenset(
     {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".jinja", ".py", ".tiktoken", ".npz"}
+    | {".yaml"}  # a detector's config.yaml (LXMERT's frcnn-vg regions)
 )
 
 _file_cache: dict[tuple[str, int, int], str] = {}
@@ -47,17 +48,25 @@ def dir_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+def _content(value: Any) -> Any:
+    """value with each path to a file or directory (also inside a mapping, e.g. region_features'
+    detector) replaced by the hash of what it holds."""
+    if isinstance(value, dict):
+        return {k: _content(v) for k, v in sorted(value.items())}
+    if isinstance(value, str) and value:
+        p = Path(value.removeprefix("hf:")).expanduser()
+        if p.is_file():
+            return {"file_sha256": file_digest(p)}
+        if p.is_dir():
+            return {"dir_sha256": dir_digest(p)}
+    return value
+
+
 def output_options(options: dict[str, Any], call_only: frozenset[str]) -> dict[str, Any]:
-    """The options that can change a model's answers (all but its scheme's call-only ones), with file
-    paths replaced by their content hash."""
-    out: dict[str, Any] = {}
-    for k, v in sorted(options.items()):
-        if k in call_only:
-            continue
-        if isinstance(v, str) and Path(v).is_file():
-            v = {"file_sha256": file_digest(Path(v))}
-        out[k] = v
-    return out
+    """The options that can change a model's answers (all but its scheme's call-only ones), with each
+    path to a file or directory (also inside a mapping, e.g. region_features' detector) replaced by the
+    hash of what it holds."""
+    return {k: _content(v) for k, v in sorted(options.items()) if k not in call_only}
 
 
 def combine(parts: dict[str, Any]) -> str:

@@ -1,12 +1,16 @@
 """LXMERT: CLASSIFY over the answer head (config id2label); SCORE_PAIRS via cross-modality matching.
 
 LXMERT reads region features, not pixels. Where they come from, in order: ``options.region_features``
-(a precomputed npz/h5/tsv file, or a provider name: "grid", "segments"), else the provider stored in
-the checkpoint config (``argus_region_features``, written by the zoo and tiny builders).
+(a precomputed npz/h5/tsv file, a provider name: "frcnn-vg", "grid", "segments", or a provider with its
+settings: ``{kind: frcnn-vg, detector: DIR_OR_SPEC, ...}``), else the provider stored in the checkpoint
+config (``argus_region_features``, written by the zoo and tiny builders). Regions are computed once per
+image content and provider (region_cache.py), through the run's feature cache when the executor gives
+one (``use_feature_cache``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,7 @@ from numpy.typing import NDArray
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import CapabilityError, ModelLoadError
-from argus_eval.models.embed_memo import EmbeddingMemo, image_key
+from argus_eval.models.feature_cache import FeatureCache
 from argus_eval.models.hf_common import (
     HFAdapterBase,
     LoadRequest,
@@ -28,10 +32,11 @@ from argus_eval.models.hf_common import (
 )
 from argus_eval.models.options import LocalOptions
 from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
+from argus_eval.models.region_cache import CachedRegions
 from argus_eval.models.regions import (
     CONFIG_KEY,
     REGION_PROVIDERS,
-    RegionBatch,
+    PlacedProvider,
     RegionFeatureProvider,
     load_precomputed,
     provider_from_config,
@@ -54,36 +59,37 @@ class LxmertAdapter(HFAdapterBase):
         )
         super().__init__(req, model, caps)
         self.tokenizer = tokenizer
+        if isinstance(regions, PlacedProvider):
+            regions.place(self.device)
         self.region_provider = regions
-        self._region_memo: EmbeddingMemo[ImageArray] = EmbeddingMemo(self._region_rows, limit=20_000)
+        self._regions = CachedRegions(regions)
         id2label = getattr(model.config, "id2label", None) or {}
         self.labels: tuple[str, ...] = (
             tuple(str(id2label[i]) for i in sorted(id2label)) if CLASSIFY in caps else ()
         )
 
-    def _region_rows(self, images: list[ImageArray]) -> NDArray[np.float32]:
-        """(n, R, F + 4): each image's region features with its boxes appended (one memo entry)."""
-        reg = self.region_provider.regions(images)
-        rows: NDArray[np.float32] = np.concatenate([reg.features, reg.boxes], axis=2).astype(np.float32)
-        return rows
+    def use_feature_cache(self, cache: FeatureCache) -> None:
+        """Read and keep regions in the run's cache (shared by every model of the run)."""
+        self._regions.cache = cache
 
-    def _regions(self, images: Sequence[ImageArray]) -> RegionBatch:
-        """Region features once per image content: five questions share an image, and text-only
-        conditions share every image (a provider treats each image on its own, so nothing else changes)."""
-        rows = self._region_memo.lookup([image_key(im) for im in images], images)
-        return RegionBatch(np.ascontiguousarray(rows[..., :-4]), np.ascontiguousarray(rows[..., -4:]))
+    @property
+    def regions_padded(self) -> int:
+        """Images whose detector found fewer regions than asked (padded, masked out of attention)."""
+        return self._regions.padded
 
     def _forward(self, images: Sequence[ImageArray], texts: Sequence[str]) -> Any:
-        reg = self._regions(images)
+        reg = self._regions.regions(images)
         enc = self.tokenizer(list(texts), padding="longest", truncation=True, return_tensors="pt")
-        inputs = self.to_device(
-            {
-                "input_ids": enc["input_ids"],
-                "attention_mask": enc["attention_mask"],
-                "visual_feats": torch.from_numpy(reg.features),
-                "visual_pos": torch.from_numpy(reg.boxes),
-            }
-        )
+        batch: dict[str, Any] = {
+            "input_ids": enc["input_ids"],
+            "attention_mask": enc["attention_mask"],
+            "visual_feats": torch.from_numpy(reg.features),
+            "visual_pos": torch.from_numpy(reg.boxes),
+        }
+        if reg.found is not None:  # a provider that pads: its padding rows are not regions
+            rows = torch.arange(reg.features.shape[1])
+            batch["visual_attention_mask"] = (rows[None, :] < torch.from_numpy(reg.found)[:, None]).long()
+        inputs = self.to_device(batch)
         out = self.model(**inputs)
         self.forward_calls += 1
         return out
@@ -128,10 +134,26 @@ LXMERT_HEADS: dict[str, Callable[[dict[str, Any]], frozenset[str]]] = {
 }
 
 
+def _configured_provider(req: LoadRequest, opt: dict[str, Any]) -> RegionFeatureProvider:
+    """A provider from an options mapping ``{kind: NAME, SETTING: VALUE, ...}``."""
+    settings = {k: v for k, v in opt.items() if k != "kind"}
+    factory = REGION_PROVIDERS.get(str(opt.get("kind", "")))
+    params = inspect.signature(factory).parameters
+    unknown = sorted(set(settings) - set(params))
+    if unknown:
+        raise ModelLoadError(
+            f"model {req.cfg.spec!r}: region_features {opt.get('kind')!r} has no setting "
+            f"{', '.join(unknown)}; valid: {', '.join(params)}"
+        )
+    return factory(**settings)
+
+
 def _region_provider(req: LoadRequest) -> RegionFeatureProvider:
     opt = LocalOptions.model_validate(req.cfg.options).region_features  # checked with the config
     if isinstance(opt, str) and opt in REGION_PROVIDERS:
         return REGION_PROVIDERS.get(opt)()
+    if isinstance(opt, dict):
+        return _configured_provider(req, opt)
     if opt:
         try:
             return load_precomputed(Path(str(opt)))

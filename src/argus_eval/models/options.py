@@ -45,8 +45,10 @@ class ApiOptions(SchemeOptions):
 class LocalOptions(SchemeOptions):
     """Read by the local adapters (LXMERT's region features); hf and zoo checkpoints share the loaders."""
 
-    region_features: str | None = Field(
-        default=None, description="A region-feature file (npz/h5/tsv), 'grid' or 'segments' (LXMERT)."
+    region_features: str | dict[str, Any] | None = Field(
+        default=None,
+        description="A region-feature file (npz/h5/tsv), 'grid', 'segments', or a provider's settings "
+        "such as {kind: frcnn-vg, detector: DIR} (LXMERT).",
     )
 
 

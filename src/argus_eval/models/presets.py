@@ -58,7 +58,8 @@ _add(
         "hf:unc-nlp/lxmert-vqa-uncased",
         "lxmert",
         frozenset({CLASSIFY}),
-        note="needs region features: options.region_features (npz/h5/tsv) or the grid approximation",
+        note="needs region features: options.region_features, e.g. {kind: frcnn-vg} (the detector it was "
+        "trained on) or a precomputed npz/h5/tsv file",
         config="lxmert-vqa.json",
     )
 )

@@ -28,6 +28,8 @@ _STATS = 16  # mean, std and brightest colour (9), box geometry (6), a "real reg
 class SegmentRegionFeatures:
     """Up to max_regions foreground blobs per image, as (features, boxes); unused slots are zeros."""
 
+    costly = False  # milliseconds per image
+
     def __init__(
         self,
         max_regions: int = 10,

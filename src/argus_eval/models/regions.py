@@ -1,6 +1,7 @@
 """Region features for LXMERT-style models, which read (boxes, features) instead of pixels.
 
-Two providers:
+Providers (``REGION_PROVIDERS``): ``frcnn-vg``, the bottom-up-attention detector LXMERT was trained
+on (models/frcnn/), ``segments`` (models/region_segments.py), and these two:
 * ``GridRegionFeatures``: an approximation with no detector. The image is resized to a square and cut
   into a grid of patches; each raw patch (scaled to [-1, 1]) is a "region" whose box is its grid cell.
   The model's own visual projection then acts as the patch embedding. A checkpoint trained this way
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,16 +35,21 @@ CONFIG_KEY = "argus_region_features"
 
 @dataclass(frozen=True)
 class RegionBatch:
-    """(n, R, F) float32 features and (n, R, 4) float32 boxes, normalised (x1, y1, x2, y2) in [0, 1]."""
+    """(n, R, F) float32 features and (n, R, 4) float32 boxes, normalised (x1, y1, x2, y2) in [0, 1].
+
+    found: (n,) how many of an image's R rows are real regions (the rest are zero padding, which the
+    model must not attend to); None when every row is real."""
 
     features: NDArray[np.float32]
     boxes: NDArray[np.float32]
+    found: NDArray[np.int32] | None = None
 
 
 class RegionFeatureProvider(Protocol):
     """Turns images into a fixed number of region features of a fixed dimension."""
 
     feature_dim: int
+    costly: bool  # whether an image's regions are worth keeping in the run's store
 
     def regions(self, images: Sequence[ImageArray]) -> RegionBatch:
         """Features and boxes for each image (same R for every image)."""
@@ -62,8 +68,17 @@ def image_key(image: ImageArray) -> str:
     return h.hexdigest()
 
 
+@runtime_checkable
+class PlacedProvider(Protocol):
+    """A provider with weights of its own, placed on the device of the model that reads it."""
+
+    def place(self, device: Any) -> None: ...
+
+
 class GridRegionFeatures:
     """Raw pixel patches of the image resized to image_size x image_size, grid x grid of them."""
+
+    costly = False
 
     def __init__(self, image_size: int = 96, grid: int = 8) -> None:
         if image_size % grid:
@@ -100,21 +115,29 @@ class GridRegionFeatures:
 
 
 class PrecomputedRegionFeatures:
-    """Detector features read from a file, keyed by image_key(image) (or any key the file uses)."""
+    """Detector features read from a file, keyed by image_key(image) (or any key the file uses).
+
+    found: per key, how many rows are real regions (npz files written with it); others are all real."""
+
+    costly = False  # already computed: a lookup
 
     def __init__(
-        self, path: Path, records: dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]]
+        self,
+        path: Path,
+        records: dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]],
+        found: dict[str, int] | None = None,
     ) -> None:
         if not records:
             raise ModelLoadError(f"region features file {path} holds no images")
         self.path = path
         self._records = records
+        self._found = found or {}
         first = next(iter(records.values()))[0]
         self.n_regions, self.feature_dim = int(first.shape[0]), int(first.shape[1])
 
     def regions(self, images: Sequence[ImageArray]) -> RegionBatch:
         """Look each image up by content key; ModelCallError naming the file when one is missing."""
-        feats, boxes = [], []
+        feats, boxes, found = [], [], []
         for im in images:
             key = image_key(im)
             rec = self._records.get(key)
@@ -125,7 +148,12 @@ class PrecomputedRegionFeatures:
                 )
             feats.append(rec[0])
             boxes.append(rec[1])
-        return RegionBatch(np.stack(feats).astype(np.float32), np.stack(boxes).astype(np.float32))
+            found.append(self._found.get(key, len(rec[0])))
+        return RegionBatch(
+            np.stack(feats).astype(np.float32),
+            np.stack(boxes).astype(np.float32),
+            np.array(found, dtype=np.int32) if self._found else None,
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "file", "path": str(self.path), "n_regions": self.n_regions}
@@ -141,7 +169,8 @@ def _norm_boxes(boxes: NDArray[Any], size_hw: Sequence[float]) -> NDArray[np.flo
 
 
 def _read_npz(path: Path) -> dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]]:
-    """npz with arrays keys (n,), features (n, R, F), boxes (n, R, 4), image_sizes (n, 2) as (h, w)."""
+    """npz with arrays keys (n,), features (n, R, F), boxes (n, R, 4), image_sizes (n, 2) as (h, w)
+    (and optionally found (n,), read by _npz_found)."""
     with np.load(path, allow_pickle=False) as z:
         keys, feats, boxes, sizes = z["keys"], z["features"], z["boxes"], z["image_sizes"]
     return {
@@ -182,6 +211,14 @@ def _read_tsv(path: Path) -> dict[str, tuple[NDArray[np.float32], NDArray[np.flo
     return out
 
 
+def _npz_found(path: Path) -> dict[str, int]:
+    """key -> real regions, when an npz says (save_npz with found=); {} otherwise."""
+    with np.load(path, allow_pickle=False) as z:
+        if "found" not in z.files:
+            return {}
+        return {str(k): int(n) for k, n in zip(z["keys"], z["found"], strict=True)}
+
+
 FILE_READERS: dict[str, Callable[[Path], dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]]]] = {
     ".npz": _read_npz,
     ".h5": _read_h5,
@@ -201,24 +238,34 @@ def load_precomputed(path: Path) -> PrecomputedRegionFeatures:
         raise ModelLoadError(f"region features file {path} does not exist")
     try:
         records = reader(path)
+        found = _npz_found(path) if reader is _read_npz else {}
     except ModelLoadError:
         raise
     except Exception as e:  # malformed file: missing field, wrong shapes, bad base64
         raise ModelLoadError(f"region features file {path} is malformed ({type(e).__name__}: {e})") from None
-    return PrecomputedRegionFeatures(path, records)
+    return PrecomputedRegionFeatures(path, records, found)
 
 
-def save_npz(path: Path, images: Sequence[ImageArray], features: NDArray[Any], boxes: NDArray[Any]) -> None:
-    """Write precomputed features for images in the npz layout _read_npz reads (keys = image_key)."""
+def save_npz(
+    path: Path,
+    images: Sequence[ImageArray],
+    features: NDArray[Any],
+    boxes: NDArray[Any],
+    found: NDArray[Any] | None = None,
+) -> None:
+    """Write precomputed features for images in the npz layout _read_npz reads (keys = image_key);
+    found (n,) keeps a provider's count of real regions (RegionBatch.found)."""
     sizes = np.array([np.asarray(im).shape[:2] for im in images], dtype=np.float32)
     keys = np.array([image_key(im) for im in images])
-    np.savez(
-        path,
-        keys=keys,
-        features=np.asarray(features, np.float32),
-        boxes=np.asarray(boxes, np.float32),
-        image_sizes=sizes,
-    )
+    arrays: dict[str, NDArray[Any]] = {
+        "keys": keys,
+        "features": np.asarray(features, np.float32),
+        "boxes": np.asarray(boxes, np.float32),
+        "image_sizes": sizes,
+    }
+    if found is not None:
+        arrays["found"] = np.asarray(found, np.int32)
+    np.savez(path, **arrays)  # type: ignore[arg-type]
 
 
 REGION_PROVIDERS: Registry[Callable[..., RegionFeatureProvider]] = Registry("region feature provider")
@@ -232,3 +279,16 @@ def provider_from_config(params: dict[str, Any]) -> RegionFeatureProvider:
 
 
 REGION_PROVIDERS.register("segments", "argus_eval.models.region_segments:SegmentRegionFeatures")
+REGION_PROVIDERS.register("frcnn-vg", "argus_eval.models.frcnn.provider:FrcnnRegionFeatures")
+
+
+def declared_regions(options: dict[str, Any]) -> str | None:
+    """Which region features a model's options name, without building them: a provider's kind (and
+    its detector), or the file; None when the options name none."""
+    opt = options.get("region_features")
+    if isinstance(opt, dict):
+        kind = str(opt.get("kind", "?"))
+        return f"{kind} ({opt['detector']})" if opt.get("detector") else kind
+    if isinstance(opt, str) and opt:
+        return opt if opt in REGION_PROVIDERS else f"file {opt}"
+    return None

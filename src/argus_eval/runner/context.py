@@ -1,4 +1,5 @@
-"""What an executor keeps while it runs: decoded images, swap partners and text galleries.
+"""What an executor keeps while it runs: decoded images, swap partners, text galleries, and the
+per-image features models share (a detector's regions; models/feature_cache.py).
 
 One context per executor run (the local executor) or per worker (Ray), created and dropped by its
 owner, so nothing outlives a run in module state and two runs in one process never share entries.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from argus_eval.data.types import Sample
+from argus_eval.models.feature_cache import FeatureCache, MemoryFeatureCache
 from argus_eval.runner.images import ImageCache
 
 
@@ -19,3 +21,4 @@ class ExecutionContext:
     images: ImageCache = field(default_factory=ImageCache)
     partners: dict[tuple[str, int], dict[str, Sample]] = field(default_factory=dict)
     galleries: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
+    features: FeatureCache = field(default_factory=MemoryFeatureCache)

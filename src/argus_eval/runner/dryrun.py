@@ -9,6 +9,7 @@ from argus_eval.errors import ArgusError
 from argus_eval.models.loading import _split, load_model
 from argus_eval.models.presets import PRESETS
 from argus_eval.models.protocols import ModelInfo
+from argus_eval.models.regions import declared_regions
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.baselines import baseline_rows
@@ -23,12 +24,14 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
     scheme, _ = _split(cfg.spec)
     if scheme == "preset" and cfg.spec in PRESETS:
         p = PRESETS.get(cfg.spec)
+        regions = declared_regions(cfg.options)
         return ModelInfo(
             name=cfg.name,
             spec=p.spec,
             fingerprint="(not loaded)",
             capabilities=frozenset(p.capabilities),
             family=p.family,
+            extra={"regions": regions} if regions else {},
         )
     with cfg.located():
         model = load_model(cfg)
@@ -36,6 +39,14 @@ def _declared_info(cfg: ModelConfig) -> ModelInfo:
         return model.info
     finally:
         model.close()
+
+
+def _regions_of(info: ModelInfo | None) -> str | None:
+    """The region features a model reads (LXMERT): its provider's kind, or the declared source."""
+    regions = info.extra.get("regions") if info is not None else None
+    if isinstance(regions, dict):
+        return str(regions.get("kind", "?"))
+    return str(regions) if regions else None
 
 
 def _tasks_of(checkpoint: ModelConfig, models: Sequence[ModelConfig]) -> dict[str, str]:
@@ -89,6 +100,7 @@ def describe_plan(
                 "conditions": 0,
                 "samples": len(c.samples),
                 "protocol": c.protocol.name + ("" if c.protocol.native else " (substitute)"),
+                "regions": _regions_of(infos.get(c.model.load_key())),
                 "calls_per_cell": calls,
                 "calls": 0,
             },

@@ -22,12 +22,14 @@ from argus_eval.errors import (
     SampleError,
     StrictModeError,
 )
+from argus_eval.models.feature_cache import bind_feature_cache
 from argus_eval.models.protocols import Model
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
 from argus_eval.runner.context import ExecutionContext
+from argus_eval.runner.feature_store import StoredFeatures
 from argus_eval.runner.gallery import with_gallery
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
@@ -52,6 +54,7 @@ class ExecStats:
     stale: int = 0  # records recomputed because an input (image file, run seed) changed
     retried: int = 0  # failed records of an earlier run computed again
     answers_cut: int = 0  # generated answers cut to the model's max_answer_chars
+    regions_padded: int = 0  # images with fewer detector regions than asked (padded; LXMERT)
     models_loaded: list[str] = field(default_factory=list)
     # Calls made by models outside this process (Ray workers); the driver's pool cannot count them.
     remote_forward_calls: int = 0
@@ -68,6 +71,7 @@ class ModelPool:
         self._models: dict[str, Model] = {}
         self.closed_calls = 0
         self.closed_cut = 0
+        self.closed_padded = 0
 
     @property
     def loader(self) -> ModelLoader:
@@ -90,6 +94,7 @@ class ModelPool:
         if m is not None:
             self.closed_calls += m.forward_calls
             self.closed_cut += _answers_cut(m)
+            self.closed_padded += _regions_padded(m)
             m.close()
 
     @property
@@ -101,6 +106,11 @@ class ModelPool:
         """Answers cut to their model's length cap (adapters that cap count them)."""
         return self.closed_cut + sum(_answers_cut(m) for m in self._models.values())
 
+    @property
+    def regions_padded(self) -> int:
+        """Images whose detector regions were padded (adapters that pad count them)."""
+        return self.closed_padded + sum(_regions_padded(m) for m in self._models.values())
+
     def close(self) -> None:
         """Release every loaded model (the pool stays usable: a later get loads again)."""
         for key in list(self._models):
@@ -109,6 +119,10 @@ class ModelPool:
 
 def _answers_cut(model: Model) -> int:
     return int(getattr(model, "answers_cut", 0))  # optional: only adapters that cap answers count
+
+
+def _regions_padded(model: Model) -> int:
+    return int(getattr(model, "regions_padded", 0))  # optional: only region readers count
 
 
 def batches(cell: Cell, batch_size: int) -> Iterator[list[int]]:
@@ -224,7 +238,8 @@ def execute(
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
     profile it while its weights are loaded)."""
     stats = ExecStats()
-    ctx = ExecutionContext()  # this run's images, swap partners and galleries; dropped when it returns
+    # this run's images, swap partners, galleries and features (kept in the store where cheap)
+    ctx = ExecutionContext(features=StoredFeatures(store))
     # (cell, its fixed batch, the positions of that batch to (re)write)
     todo: list[tuple[Cell, list[int], set[int]]] = []
     stamps: dict[str, dict[str, str]] = {}
@@ -262,6 +277,7 @@ def execute(
             try:
                 model = pool.get(cell.model)
                 helpers = [pool.get(h) for h in cell.helpers]
+                bind_feature_cache(model, ctx.features)
             except LOAD_ERRORS as e:
                 if strict:
                     raise
@@ -297,4 +313,5 @@ def execute(
                     pool.release(m)
     stats.forward_calls = pool.forward_calls
     stats.answers_cut = pool.answers_cut
+    stats.regions_padded = pool.regions_padded
     return stats

@@ -216,6 +216,7 @@ def run(
         "recomputed_stale": stats.stale,
         "retried_failed": stats.retried,
         "answers_cut": stats.answers_cut,
+        "regions_padded": stats.regions_padded,
         "samples_jsonl_lines": n_samples,
     }
     with writing(out_dir / "run_log.json"):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus_eval.errors import CapabilityError
+from argus_eval.models.feature_cache import bind_feature_cache
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.context import ExecutionContext
@@ -60,6 +61,7 @@ class ModelWorker:
         if self._model is None:
             with self._cfg.located():
                 self._model = self._loader(self._cfg)
+            bind_feature_cache(self._model, self._ctx.features)
         cell = self._cells.get(key)
         if cell is None:
             import ray

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, description TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, arrays BLOB NOT NULL);
 """
 
 
@@ -235,6 +236,21 @@ class Store:
                 "INSERT OR REPLACE INTO profiles(key, profile) VALUES (?, ?)",
                 (key, json.dumps(profile, sort_keys=True)),
             )
+
+    # --- per-image feature arrays (a detector's regions; runner/feature_store.py) ----------------
+    def get_features(self, key: str) -> dict[str, np.ndarray] | None:
+        row = self._db.execute("SELECT arrays FROM features WHERE key=?", (key,)).fetchone()
+        return None if row is None else _unpack_arrays(row[0])
+
+    def put_features(self, key: str, arrays: Mapping[str, np.ndarray]) -> int:
+        """Keep arrays under key (the first write wins); the bytes stored."""
+        blob = _pack_arrays(arrays) or b""
+        with self._writes():
+            self._db.execute("INSERT OR IGNORE INTO features(key, arrays) VALUES (?, ?)", (key, blob))
+        return len(blob)
+
+    def feature_bytes(self) -> int:
+        return int(self._db.execute("SELECT COALESCE(SUM(LENGTH(arrays)), 0) FROM features").fetchone()[0])
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection) -> None:

@@ -202,8 +202,9 @@ TINY_BUILDERS.register("qwen2_5_vl", "argus_eval.testing.tiny_vlm:build_qwen2_5_
 LXMERT_ANSWERS = ("yes", "no", "0", "1", "2", "3", "red", "blue", "green", "cube", "sphere", "cylinder")
 
 
-def _lxmert_builder(class_name: str) -> Builder:
-    """LXMERT on a 4x4 grid of 8x8 pixel patches of a 32x32 image (feature dim 192)."""
+def _lxmert_builder(class_name: str, feature_dim: int | None = None) -> Builder:
+    """LXMERT on a 4x4 grid of 8x8 pixel patches of a 32x32 image (feature dim 192); given feature_dim,
+    on regions of that dimension that its options name (no provider stored in the config)."""
 
     def build(out_dir: Path) -> None:
         from argus_eval.models.regions import CONFIG_KEY, GridRegionFeatures
@@ -229,7 +230,7 @@ def _lxmert_builder(class_name: str) -> Builder:
             x_layers=1,
             r_layers=1,
             max_position_embeddings=32,
-            visual_feat_dim=grid.feature_dim,
+            visual_feat_dim=feature_dim or grid.feature_dim,
             visual_pos_dim=4,
             num_qa_labels=len(LXMERT_ANSWERS),
             id2label=dict(enumerate(LXMERT_ANSWERS)),
@@ -238,7 +239,8 @@ def _lxmert_builder(class_name: str) -> Builder:
             task_qa=True,
             pad_token_id=tok.pad_token_id,
         )
-        setattr(cfg, CONFIG_KEY, grid.describe())  # reloads with the same features
+        if feature_dim is None:
+            setattr(cfg, CONFIG_KEY, grid.describe())  # reloads with the same features
         getattr(tf, class_name)(cfg).save_pretrained(out_dir)
         tok.save_pretrained(out_dir)
 
@@ -247,3 +249,13 @@ def _lxmert_builder(class_name: str) -> Builder:
 
 TINY_BUILDERS.register("lxmert-vqa", _lxmert_builder("LxmertForQuestionAnswering"))
 TINY_BUILDERS.register("lxmert-pretraining", _lxmert_builder("LxmertForPreTraining"))
+
+
+def _lxmert_for_detector(out_dir: Path) -> None:
+    """LXMERT's QA head reading the tiny frcnn-vg detector's regions (testing/tiny_frcnn.py)."""
+    from argus_eval.testing.tiny_frcnn import TINY_DETECTOR
+
+    _lxmert_builder("LxmertForQuestionAnswering", TINY_DETECTOR.feature_dim)(out_dir)
+
+
+TINY_BUILDERS.register("lxmert-vqa-frcnn", _lxmert_for_detector)
