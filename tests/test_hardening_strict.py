@@ -192,9 +192,22 @@ def test_per_task_settings_found_at_load_name_model_task_and_key(
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the machine without CUDA
     path = _composite(tmp_path, reasoning, **shared)
-    line = _cli(["run", "-c", str(path), "--out", str(tmp_path / "out")], monkeypatch, capsys)
+    # --strict: a checkpoint that cannot load is fatal, one line
+    line = _cli(["run", "-c", str(path), "--out", str(tmp_path / "strict"), "--strict"], monkeypatch, capsys)
     assert line.startswith(f"error: {where}") or f" {where}" in line, line
     assert "'BLIP'" in line and "'reasoning'" in line, line
+    # without it the run goes on, names the checkpoint the same way and exits 1 (docs/comparisons.md, 5)
+    monkeypatch.setattr(sys, "argv", ["argus", "run", "-c", str(path), "--out", str(tmp_path / "out"), "-q"])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    printed = capsys.readouterr()
+    if ei.value.code == 2:  # a mistake the plan finds (a checkpoint that cannot serve its task): fatal
+        assert printed.err.strip() == line, printed
+        return
+    assert ei.value.code == 1, printed.err
+    failed = [ln for ln in (printed.out + printed.err).splitlines() if ln.startswith("failed: BLIP")]
+    assert len(failed) == 1 and where in failed[0], printed  # the one unwrapped line per failing model
+    assert "'BLIP'" in failed[0] and "'reasoning'" in failed[0], failed
 
 
 # ---- weights: normalised without overflow ----

@@ -57,6 +57,7 @@ def supervised_run(argv: list[str]) -> int | None:
     a Ray run, or this process is the child). ExecutorError when the child ended abruptly."""
     if os.environ.get(SESSION_NOTE_ENV) or not runs_on_ray(argv):
         return None  # the child notes its own ends (cli._exit)
+    _check_config(argv)
     fd, name = tempfile.mkstemp(prefix="argus-ray-note-")
     os.close(fd)
     note = Path(name)
@@ -71,6 +72,14 @@ def supervised_run(argv: list[str]) -> int | None:
         raise ExecutorError(abrupt_end(code, noted))
     finally:
         note.unlink(missing_ok=True)
+
+
+def _check_config(argv: list[str]) -> None:
+    """Read the run's config here first, so that a mistake in it (executor_options included) is one
+    ConfigError line from this process, not from a child whose streams the caller may not capture."""
+    from argus_eval.runner.config import default_config_path, load_config
+
+    load_config(Path(_option(argv, "--config", "-c") or default_config_path()))
 
 
 def _wait(child: subprocess.Popen[bytes]) -> int:

@@ -18,7 +18,7 @@ def server_message(body: str) -> str:
     """The server's message in an error body, or the body's start when it has no recognised one."""
     try:
         data: Any = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return body[:_MAX_CHARS]
     found: Any = None
     if isinstance(data, dict):
@@ -33,7 +33,7 @@ def server_message(body: str) -> str:
 def refusal(status: int, body: str, model_name: str, base_url: str) -> str:
     """The line for an HTTP error the server answered (no retry helps): status, the server's message and,
     when the message names the requested model, which spec part to change."""
-    message = server_message(body)
+    message = " ".join(server_message(body).split()) or "(no message)"  # one line, whatever it held
     line = f"HTTP {status}: {message}"
     if any(f"{q}{model_name}{q}" in message for q in ("'", '"', "`")):
         line += (

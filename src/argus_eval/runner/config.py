@@ -100,10 +100,12 @@ class RunConfig(BaseModel):
     def resolve(self) -> RunSpec:
         """Every section in its owner's typed model: dataset formats, tasks, expanded conditions."""
         from argus_eval.perturb.conditions import expand_conditions
-        from argus_eval.runner.executors import EXECUTORS
+        from argus_eval.runner.executors import EXECUTOR_OPTIONS, EXECUTORS
         from argus_eval.tasks.registry import parse_tasks
 
         EXECUTORS.get(self.executor)
+        if self.executor in EXECUTOR_OPTIONS:
+            EXECUTOR_OPTIONS.get(self.executor)(self.executor_options)
         _check_task_keys(self.models)  # at parse time, so the error names the config file
         return RunSpec(
             name=self.name,

@@ -48,3 +48,10 @@ def local_executor(
 EXECUTORS: Registry[Executor] = Registry("executor", entry_point_group="argus_eval.executors")
 EXECUTORS.register("local", local_executor)
 EXECUTORS.register("ray", "argus_eval.runner.ray_executor:ray_executor")
+
+# executor -> the check of its executor_options (ConfigError naming the key), run when the config is
+# read, so that a bad option is one line before anything starts (a Ray run starts in a supervised child)
+EXECUTOR_OPTIONS: Registry[Callable[[dict[str, Any]], object]] = Registry(
+    "executor options", entry_point_group="argus_eval.executor_options"
+)
+EXECUTOR_OPTIONS.register("ray", "argus_eval.runner.ray_options:parse_options")

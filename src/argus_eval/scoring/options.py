@@ -60,14 +60,14 @@ class ScoringOptions(BaseModel):
         description="'A above B' is stated only when the paired bootstrap gives at least this share of "
         "resamples in which A beats B head to head; otherwise the two are tied.",
     )
-    claim_min_scored: float = Field(
+    claim_min_scored: StrictFloat = Field(
         default=0.95,
         ge=0,
         le=1,
         description="A claim between two models needs both to have scored at least this share of the "
         "samples of every cell they share; otherwise the pair is 'incomplete' and nothing is claimed.",
     )
-    min_format_rate: float = Field(
+    min_format_rate: StrictFloat = Field(
         default=0.5,
         ge=0,
         le=1,

@@ -253,9 +253,17 @@ TINY_BUILDERS.register("lxmert-pretraining", _lxmert_builder("LxmertForPreTraini
 
 def _lxmert_for_detector(out_dir: Path) -> None:
     """LXMERT's QA head reading the tiny frcnn-vg detector's regions (testing/tiny_frcnn.py)."""
-    from argus_eval.testing.tiny_frcnn import TINY_DETECTOR
+    from argus_eval.models.regions import CONFIG_KEY
+    from argus_eval.testing.tiny_frcnn import TINY_DETECTOR, build_detector_dir
 
     _lxmert_builder("LxmertForQuestionAnswering", TINY_DETECTOR.feature_dim)(out_dir)
+    # the checkpoint carries its detector, so it runs without options (as the grid checkpoints do); a
+    # run's options.region_features still overrides it
+    detector = build_detector_dir(Path(out_dir) / "detector")
+    cfg_file = Path(out_dir) / "config.json"
+    data = json.loads(cfg_file.read_text())
+    data[CONFIG_KEY] = {"kind": "frcnn-vg", "detector": str(detector)}
+    cfg_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 TINY_BUILDERS.register("lxmert-vqa-frcnn", _lxmert_for_detector)
