@@ -1,9 +1,14 @@
-"""A tiny run config over a tiny CLIP and two tiny ShapesWorld domains, for the pipeline tests."""
+"""A tiny run config over a tiny CLIP and two tiny ShapesWorld domains, for the pipeline tests, and
+the helpers the failure tests share (a model's own figures, the CLI in process)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from model_fixtures import tiny_dir
 
@@ -40,3 +45,22 @@ def tiny_config(
         "scoring": {"resamples": resamples},
         "efficiency": {"enabled": efficiency, "batch_size": 4, "repeats": 2, "warmup": 1},
     }
+
+
+def own_figures(results: dict[str, Any], model: str) -> str:
+    """A model's row (every axis, raw value, interval, detail, retention) and its cells, as JSON text."""
+    cells = [c for c in results["scorecard_cells"] if c["model"] == model]
+    return json.dumps({"row": results["models"][model], "cells": cells}, sort_keys=True)
+
+
+def cli(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """`argus ARGV` in this process: its exit status and everything it printed (stdout then stderr)."""
+    from argus_eval.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["argus", *argv])
+    with pytest.raises(SystemExit) as e:
+        main()
+    printed = capsys.readouterr()
+    return int(e.value.code or 0), printed.out + printed.err

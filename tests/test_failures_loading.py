@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
-from pipeline_fixtures import tiny_config
+from pipeline_fixtures import cli, own_figures, tiny_config
 
 MISSING = "hf:/nonexistent/dir"
 
@@ -34,23 +33,6 @@ def with_models(cache: Path, *extra: dict[str, Any]) -> dict[str, Any]:
 
 def cells_of(results: dict[str, Any], model: str) -> set[tuple[str, str, str]]:
     return {(c["task"], c["dataset"], c["condition"]) for c in results["cells"] if c["model"] == model}
-
-
-def own_figures(results: dict[str, Any], model: str) -> str:
-    cells = [c for c in results["scorecard_cells"] if c["model"] == model]
-    return json.dumps({"row": results["models"][model], "cells": cells}, sort_keys=True)
-
-
-def cli(
-    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> tuple[int, str]:
-    from argus_eval.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["argus", *argv])
-    with pytest.raises(SystemExit) as e:
-        main()
-    printed = capsys.readouterr()
-    return int(e.value.code or 0), printed.out + printed.err
 
 
 def test_a_missing_checkpoint_is_named_and_the_run_goes_on(

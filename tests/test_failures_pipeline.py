@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from argus_eval.report.build import write_reports
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from pipeline_fixtures import cli, own_figures
 
 SHAPES = {
     "format": "shapesworld",
@@ -77,24 +77,6 @@ def with_store(alone_dir: Path, out: Path) -> Path:
     out.mkdir(parents=True)
     shutil.copy(alone_dir / "store.sqlite", out / "store.sqlite")
     return out
-
-
-def own_figures(results: dict[str, Any], model: str) -> str:
-    """A model's row (every axis, raw value, interval, detail, retention) and its cells, as JSON text."""
-    cells = [c for c in results["scorecard_cells"] if c["model"] == model]
-    return json.dumps({"row": results["models"][model], "cells": cells}, sort_keys=True)
-
-
-def cli(
-    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> tuple[int, str]:
-    from argus_eval.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["argus", *argv])
-    with pytest.raises(SystemExit) as e:
-        main()
-    printed = capsys.readouterr()
-    return int(e.value.code or 0), printed.out + printed.err
 
 
 def test_a_server_that_is_down(

@@ -27,7 +27,9 @@ FamilyLoader = Callable[[LoadRequest], Model]
 SCHEMES: Registry[SchemeLoader] = Registry("model scheme", entry_point_group="argus_eval.models")
 # Keyed by config.json model_type; values are lazy "module:function" loaders taking a LoadRequest.
 HF_FAMILIES: Registry[FamilyLoader] = Registry("model family", entry_point_group="argus_eval.model_families")
-for _t in ("clip", "siglip", "siglip2", "chinese_clip", "altclip", "align"):
+# config.json model types of the dual encoders (one adapter loads them; models/sizing.py sizes them)
+DUAL_ENCODER_TYPES = ("clip", "siglip", "siglip2", "chinese_clip", "altclip", "align")
+for _t in DUAL_ENCODER_TYPES:
     HF_FAMILIES.register(_t, "argus_eval.models.hf_dual:load_dual_encoder")
 HF_FAMILIES.register("blip", "argus_eval.models.hf_blip:load_blip")
 HF_FAMILIES.register("lxmert", "argus_eval.models.hf_lxmert:load_lxmert")

@@ -23,7 +23,7 @@ import torch
 
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.loading import _split, detect_family, zoo_dir
+from argus_eval.models.loading import DUAL_ENCODER_TYPES, _split, detect_family, zoo_dir
 from argus_eval.models.presets import PRESETS, PUBLISHED
 from argus_eval.registry import Registry
 
@@ -86,7 +86,7 @@ class Build:
 Sizer = Callable[[Build], Family]
 # Keyed like HF_FAMILIES (config.json model_type); sizing_families.py registers the paper's families.
 SIZERS: Registry[Sizer] = Registry("sizing family")
-for _t in ("clip", "siglip", "siglip2", "chinese_clip", "altclip", "align"):
+for _t in DUAL_ENCODER_TYPES:
     SIZERS.register(_t, "argus_eval.models.sizing_families:dual_encoder")
 SIZERS.register("blip", "argus_eval.models.sizing_families:blip")
 SIZERS.register("lxmert", "argus_eval.models.sizing_families:lxmert")
