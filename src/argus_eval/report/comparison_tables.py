@@ -77,38 +77,18 @@ def claims(results: Results) -> Table:
         "pair is incomplete and nothing is claimed either way. A pair sharing a clean cell whose answers "
         "mostly lack the asked-for form (scoring.min_format_rate) makes no claim.",
     )
+
+    def pair_row(axis: str, statement: str, p: float | None, pair: tuple[str, str], why: str) -> None:
+        t.rows.append([_t(axis), _t(statement), _t(fmt.num(p)), _n(results, *pair), _t(why)])
+
     for c in comp.claims:
-        t.rows.append(
-            [
-                _t(c.axis),
-                _t(f"{c.above} above {c.below}"),
-                _t(fmt.num(c.p)),
-                _n(results, c.above, c.below),
-                _t("-"),
-            ]
-        )
+        pair_row(c.axis, f"{c.above} above {c.below}", c.p, (c.above, c.below), "-")
     for tie in comp.ties:
         a, b = tie.models
-        t.rows.append(
-            [
-                _t(tie.axis),
-                _t(f"{a} and {b} tied"),
-                _t(fmt.num(tie.p)),
-                _n(results, a, b),
-                _t(tie.separate_by),
-            ]
-        )
+        pair_row(tie.axis, f"{a} and {b} tied", tie.p, (a, b), tie.separate_by)
     for inc in comp.incomplete:
         a, b = inc.models
-        t.rows.append(
-            [
-                _t(inc.axis),
-                _t(f"{a} and {b} incomplete"),
-                _t(fmt.num(inc.p)),
-                _n(results, a, b),
-                _t(inc.reason),
-            ]
-        )
+        pair_row(inc.axis, f"{a} and {b} incomplete", inc.p, (a, b), inc.reason)
     for nc in comp.not_comparable:
         t.rows.append(
             [_t("both"), _t(" and ".join(nc.models) + " not comparable"), _t("-"), _t("-"), _t(nc.reason)]
