@@ -19,6 +19,7 @@ from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.power import separating_factor
 from argus_eval.scoring.scorecard import bootstrap_scorecard
+from argus_eval.scoring.types import CellKey
 
 P_A, P_B = 0.62, 0.55
 OPTS = ScoringOptions(resamples=400, seed=5, claim_confidence=0.95)
@@ -29,8 +30,7 @@ def _run(n: int, seed: int) -> tuple[bool, int | None]:
     rng = np.random.default_rng(seed)
     ids = [f"s{i}" for i in range(n)]
     cells = [
-        mean_cell(_key(m), ids, (rng.random(n) < p).astype(float), None)
-        for m, p in (("A", P_A), ("B", P_B))
+        mean_cell(_key(m), ids, (rng.random(n) < p).astype(float), None) for m, p in (("A", P_A), ("B", P_B))
     ]
     comp = bootstrap_scorecard(cells, {}, OPTS).comparison
     claimed = any(c["axis"] == "overall" and c["above"] == "A" for c in comp.claims)
@@ -38,9 +38,7 @@ def _run(n: int, seed: int) -> tuple[bool, int | None]:
     return claimed, None if tie is None else tie["samples_to_separate"]
 
 
-def _key(model: str):  # type: ignore[no-untyped-def]
-    from argus_eval.scoring.types import CellKey
-
+def _key(model: str) -> CellKey:
     return CellKey(model, "reasoning", "items", "clean")
 
 
@@ -54,10 +52,9 @@ def test_the_estimate_is_within_2x_of_the_size_that_separates_them() -> None:
             break
     assert len(estimates) == 15, "the pair should mostly tie at 100 samples per cell"
     estimate = float(np.median(estimates))
-    sizes = [int(round(90 * 2 ** (i / 2))) for i in range(8)]  # 90 .. 1018
+    sizes = [round(90 * 2 ** (i / 2)) for i in range(8)]  # 90 .. 1018
     share = {n: np.mean([_run(n, 50_000 + 97 * n + s)[0] for s in range(24)]) for n in sizes}
     measured = next(n for n in sizes if share[n] >= 0.5)
-    print(f"median estimate {estimate:.0f} (of {sorted(estimates)}); share claimed per size {share}")
     assert measured / 2 <= estimate <= 2 * measured, (estimate, measured, share)
     sigma = np.sqrt(P_A * (1 - P_A) + P_B * (1 - P_B))
     analytic = (norm.ppf(0.95) * sigma / (P_A - P_B)) ** 2
