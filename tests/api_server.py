@@ -4,6 +4,7 @@ and answer at length."""
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -22,9 +23,17 @@ class ServerState:
     answer_chars: int = 0  # pad answers to at least this many characters
     fail_prompt: str | None = None  # always HTTP 500 for this prompt
     fail_every: int = 0  # HTTP 500 for every n-th request (0: never); deterministic with one client thread
+    throttle_share: float = 0.0  # answer this share of requests (seeded by request number) with 429
+    throttle_wait: str = "0.05"  # the Retry-After of those 429s
+    usage: bool = False  # report token usage (words of the prompt and of the answer) with each answer
+    delay_s: float = 0.0  # answer after this long (so that requests overlap)
     requests: int = 0
     hits: dict[str, list[float]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    tokens_sent: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    limit_fields: set[str] = field(default_factory=set)  # which token-cap field the requests carried
+    active: int = 0
+    max_active: int = 0
 
     def reply(self, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
         content = body["messages"][0]["content"]
@@ -35,6 +44,21 @@ class ServerState:
             first = len(seen) == 1
             self.requests += 1
             nth = self.fail_every > 0 and self.requests % self.fail_every == 0
+            throttle = random.Random(self.requests).random() < self.throttle_share
+            self.limit_fields |= {k for k in ("max_tokens", "max_completion_tokens") if k in body}
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            return self._reply(body, auth, prompt, first, nth, throttle)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    def _reply(
+        self, body: dict[str, Any], auth: str, prompt: str, first: bool, nth: bool, throttle: bool
+    ) -> tuple[int, dict[str, str], bytes]:
         if not self.up:
             return 503, {}, b'{"error": "down for maintenance"}'
         if prompt == self.fail_prompt:
@@ -43,10 +67,19 @@ class ServerState:
             return 500, {}, b'{"error": "overloaded, try again"}'
         if self.retry_after is not None and first:
             return 429, {"Retry-After": self.retry_after}, b'{"error": "slow down"}'
+        if throttle:
+            return 429, {"Retry-After": self.throttle_wait}, b'{"error": "rate limited"}'
         # A careless server: the answer echoes the request's Authorization header.
-        text = f"a shape seen by {auth} in {body['max_tokens']} tokens"
+        cap = body.get("max_tokens", body.get("max_completion_tokens"))
+        text = f"a shape seen by {auth} in {cap} tokens"
         text += " and" * max(0, (self.answer_chars - len(text)) // 4)
-        payload = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        payload: dict[str, Any] = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        if self.usage:
+            used = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
+            payload["usage"] = {**used, "total_tokens": sum(used.values())}
+            with self.lock:
+                for k, v in used.items():
+                    self.tokens_sent[k] += v
         return 200, {}, json.dumps(payload).encode()
 
 

@@ -145,7 +145,7 @@ def test_unknown_model_option_is_rejected_listing_valid_ones() -> None:
         "run.yaml: models[0].options.api_key: model 'served': unknown option(s) api_key for api: models"
         in msg
     )
-    assert "valid options: api_key_env, backoff_s, concurrency" in msg and "sk-x" not in msg
+    assert "valid options: adaptive, api_key_env, backoff_s, concurrency" in msg and "sk-x" not in msg
     cfg["models"] = [{"name": "c", "spec": "zoo:clip", "options": {"temperature": 0}}]
     with pytest.raises(
         ConfigError, match=r"unknown option\(s\) temperature for zoo: models; valid options: region_features"

@@ -96,7 +96,7 @@ IN_KEY = {
     "hf": {"dtype", "max_new_tokens", "trust_remote_code", "options.region_features"},
     "hf-hub": {"dtype", "max_new_tokens", "trust_remote_code", "revision", "options.region_features"},
     "zoo": {"dtype", "max_new_tokens", "trust_remote_code", "options.region_features"},
-    "api": {"max_new_tokens", "options.extra_body", "options.max_answer_chars"},
+    "api": {"max_new_tokens", "options.extra_body", "options.max_answer_chars", "options.token_limit_field"},
 }
 OUT_OF_KEY = {
     "hf": {"device", "batch_size", "revision"},  # a local folder: its files are hashed, revision unused
@@ -105,7 +105,8 @@ OUT_OF_KEY = {
     "api": {
         "device", "batch_size", "revision", "dtype", "trust_remote_code",
         "options.concurrency", "options.timeout_s", "options.max_retries", "options.backoff_s",
-        "options.max_wait_s", "options.api_key_env",
+        "options.max_wait_s", "options.api_key_env", "options.adaptive", "options.max_concurrency",
+        "options.throttle_retries",
     },
 }  # fmt: skip
 CHANGED = {
@@ -124,6 +125,10 @@ CHANGED = {
     "options.backoff_s": 2.0,
     "options.max_wait_s": 5.0,
     "options.api_key_env": "OTHER_KEY",
+    "options.token_limit_field": "max_completion_tokens",
+    "options.adaptive": False,
+    "options.max_concurrency": 16,
+    "options.throttle_retries": 2,
 }
 SPECS = {
     "hf": f"hf:{tiny_dir('clip')}",

@@ -82,6 +82,10 @@ def compare_command(
     console.print(Text(f"cells only in A: {cmp.only_a_cells}; only in B: {cmp.only_b_cells}"))
     for label in ("A", "B"):
         _print_pairwise(console, label, cmp.pairwise.get(label), cmp.gap.get(label))
+        for tie in cmp.ties.get(label, []):
+            a, b = tie["models"]
+            why = tie["what_would_separate"]
+            console.print(Text(f"run {label}: {a} and {b} tied on {tie['axis']}: {why}"))
     for n in cmp.notes:
         console.print(Text(n))
 

@@ -2,11 +2,17 @@
 
 Spec: ``api:http://host:port/v1#model-name``. GENERATE only: the task writes the prompt (including
 any lettered-choice wording); the adapter sends it with the image as a base64 PNG data URL, greedy
-(temperature 0). Options: concurrency (8), timeout_s (60: the bound on each request as a whole, see
-models/api_transport.py), max_retries (1), backoff_s (0.5),
-max_wait_s (60, the longest Retry-After honoured), api_key_env ("OPENAI_API_KEY"), extra_body (dict
-merged into every request, e.g. vLLM sampling fields), max_answer_chars (4000: longer answers are cut
-and counted). The API key is read from the environment at each request, never stored, logged or shown;
+(temperature 0). Options: concurrency (8: requests in flight at the start), adaptive (true: halved when
+the server throttles, grown back while p95 latency holds; models/api_concurrency.py), max_concurrency
+(the ceiling of that growth; default concurrency), timeout_s (60: the bound on each request as a whole,
+see models/api_transport.py), max_retries (1: of a failed request), throttle_retries (8: of a throttled
+one, 429 or 503 with Retry-After), backoff_s (0.5), max_wait_s (60, the longest Retry-After honoured),
+api_key_env ("OPENAI_API_KEY"), extra_body (dict merged into every request, e.g. vLLM sampling fields),
+max_answer_chars (4000: longer answers are cut and counted), token_limit_field ("max_tokens", or
+"max_completion_tokens" for APIs that refuse the former). The token usage each answer reports is kept per
+request (`last_usage`, in request order) and summed (`usage_total`).
+
+The API key is read from the environment at each request, never stored, logged or shown;
 an answer that echoes it, or a credential of the URL, has it masked.
 
 Retries happen once, at the request level (honouring Retry-After): when a batch fails and the runner
@@ -34,6 +40,7 @@ from PIL import Image
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
+from argus_eval.models.api_concurrency import AdaptiveLimit
 from argus_eval.models.api_refusal import refusal
 from argus_eval.models.api_transport import BodyError, Transport
 from argus_eval.models.options import ApiOptions, check_options
@@ -42,6 +49,7 @@ from argus_eval.models.secrets import redact_text, redact_url, url_secrets
 from argus_eval.models.spec import ModelConfig
 
 RETRY_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
 
 def png_data_url(image: ImageArray) -> str:
@@ -67,6 +75,9 @@ class OpenAICompatibleModel:
         self.endpoint = f"{self.base_url}/chat/completions"
         self.model_name = model_name
         self.concurrency = opts.concurrency
+        self.limit = AdaptiveLimit(opts.concurrency, opts.max_concurrency or opts.concurrency, opts.adaptive)
+        self.throttle_retries = opts.throttle_retries
+        self.token_limit_field = opts.token_limit_field
         self.timeout_s = opts.timeout_s
         self.max_retries = opts.max_retries
         self.backoff_s = opts.backoff_s
@@ -81,8 +92,8 @@ class OpenAICompatibleModel:
         self._settled: dict[str, tuple[str, dict[str, Any]] | ModelCallError] = {}
         self._transport = Transport(self.endpoint, self.timeout_s)
         self.forward_calls = 0
-        self.last_usage: list[dict[str, Any]] = []  # one dict per request of the latest generate()
-        self.usage_total: dict[str, float] = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
+        self.last_usage: list[dict[str, Any]] = []  # per request of the latest generate(): tokens, latency
+        self.usage_total: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
         self.info = ModelInfo(
             name=cfg.name,
             spec=redact_text(cfg.spec),
@@ -128,12 +139,12 @@ class OpenAICompatibleModel:
         return {
             "model": self.model_name,
             "messages": [{"role": "user", "content": content}],
-            "max_tokens": max_new_tokens,
+            self.token_limit_field: max_new_tokens,
             "temperature": 0.0,
             **self.extra_body,
         }
 
-    def _parse(self, response: httpx.Response) -> tuple[str, dict[str, Any]]:
+    def _parse(self, response: httpx.Response) -> tuple[str, dict[str, int]]:
         try:
             data = response.json()
         except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
@@ -148,37 +159,47 @@ class OpenAICompatibleModel:
             content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         if not isinstance(content, str):
             raise self._fail(f"message content is {type(content).__name__}, not text")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return self._answer(content), dict(usage or {})
+        return self._answer(content), _tokens(data.get("usage"))
 
     def _post(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         cause = "no attempt made"
-        start = time.perf_counter()
+        failures = throttles = 0
         wait = 0.0
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(max(wait, self.backoff_s * 2 ** (attempt - 1)))
+        while failures <= self.max_retries and throttles <= self.throttle_retries:
+            if failures or throttles:
+                time.sleep(max(wait, self.backoff_s * 2 ** max(failures + throttles - 1, 0)))
             wait = 0.0
-            try:
-                r = self._transport.post(self.endpoint, body, self._headers())
-            except BodyError as e:  # not one JSON body within the cap: asking again gives the same
-                raise self._fail(str(e)) from None
-            except httpx.TimeoutException:
-                cause = f"timed out after {self.timeout_s:g} s"
-                continue
-            except httpx.TransportError as e:
-                cause = f"connection failed ({type(e).__name__})"
+            with self.limit.slot():
+                start = time.perf_counter()
+                try:
+                    r = self._transport.post(self.endpoint, body, self._headers())
+                except BodyError as e:  # not one JSON body within the cap: asking again gives the same
+                    raise self._fail(str(e)) from None
+                except httpx.TimeoutException:
+                    cause, failures = f"timed out after {self.timeout_s:g} s", failures + 1
+                    continue
+                except httpx.TransportError as e:
+                    cause, failures = f"connection failed ({type(e).__name__})", failures + 1
+                    continue
+                latency = time.perf_counter() - start
+            header = r.headers.get("Retry-After")
+            if r.status_code == 429 or (r.status_code == 503 and header is not None):
+                # the server is up and asks us to slow down: fewer in flight, and wait as long as it says
+                self.limit.on_throttle()
+                cause, throttles = f"HTTP {r.status_code}: {r.text[:120]!r}", throttles + 1
+                wait = min(retry_after(header), self.max_wait_s)
                 continue
             if r.status_code in RETRY_STATUS:
-                cause = f"HTTP {r.status_code}: {r.text[:120]!r}"
-                wait = min(retry_after(r.headers.get("Retry-After")), self.max_wait_s)
+                cause, failures = f"HTTP {r.status_code}: {r.text[:120]!r}", failures + 1
+                wait = min(retry_after(header), self.max_wait_s)
                 continue
             if r.status_code >= 400:
                 raise self._fail(refusal(r.status_code, r.text, self.model_name, self.base_url))
             text, usage = self._parse(r)
-            usage.update({"latency_s": time.perf_counter() - start, "attempts": attempt + 1})
-            return text, usage
-        raise self._fail(f"{cause} ({self.max_retries + 1} attempts)")
+            self.limit.on_success(latency)
+            attempts = failures + throttles + 1
+            return text, {**usage, "latency_s": latency, "attempts": attempts}
+        raise self._fail(f"{cause} ({failures + throttles} attempts)")
 
     def generate(
         self, images: Sequence[ImageArray], prompts: Sequence[str], max_new_tokens: int
@@ -200,7 +221,8 @@ class OpenAICompatibleModel:
             k: self._settled[k] for k in keys if k in self._settled
         }
         if fresh:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(fresh))) as pool:
+            # as many threads as the ceiling allows; the adaptive limit decides how many send at once
+            with ThreadPoolExecutor(max_workers=min(self.limit.ceiling, len(fresh))) as pool:
                 sent = list(pool.map(self._try_post, [bodies[i] for i in fresh]))
             self.forward_calls += len(fresh)
             outcomes.update({keys[i]: o for i, o in zip(fresh, sent, strict=True)})
@@ -213,9 +235,14 @@ class OpenAICompatibleModel:
         self.last_usage = [u for _, u in results]
         for u in self.last_usage:
             self.usage_total["requests"] += 1
-            for k in ("prompt_tokens", "completion_tokens"):
-                self.usage_total[k] += float(u.get(k, 0) or 0)
+            for k in TOKEN_FIELDS:
+                self.usage_total[k] += u.get(k, 0)
         return [t for t, _ in results]
+
+    @property
+    def call_log(self) -> dict[str, Any]:
+        """How the calls went (run_log.json): the concurrency timeline, the tokens the server reported."""
+        return {"concurrency": self.limit.report(), "usage": dict(self.usage_total)}
 
     def _try_post(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | ModelCallError:
         try:
@@ -226,6 +253,18 @@ class OpenAICompatibleModel:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._transport.close()
+
+
+def _tokens(usage: object) -> dict[str, int]:
+    """The token counts of a response's `usage` (absent, or not a whole number >= 0: left out)."""
+    if not isinstance(usage, dict):
+        return {}
+    out = {}
+    for k in TOKEN_FIELDS:
+        v = usage.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            out[k] = v
+    return out
 
 
 def _digest(body: dict[str, Any]) -> str:

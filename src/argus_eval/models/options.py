@@ -8,9 +8,18 @@ what it answers): those stay out of the model fingerprint (models/fingerprint.py
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
 
 from argus_eval.errors import ConfigError
 
@@ -36,10 +45,42 @@ class ApiOptions(SchemeOptions):
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable of the API key.")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Sent with every request.")
     max_answer_chars: StrictInt = Field(default=4000, ge=1, description="Longer answers are cut.")
+    token_limit_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        default="max_tokens",
+        description="The request field of the answer's token cap (o-series APIs take max_completion_tokens).",
+    )
+    adaptive: StrictBool = Field(
+        default=True, description="Halve concurrency when throttled (429, 503), grow it back while p95 holds."
+    )
+    max_concurrency: StrictInt | None = Field(
+        default=None, ge=1, description="Highest concurrency adaptive growth reaches (default: concurrency)."
+    )
+    throttle_retries: StrictInt = Field(
+        default=8, ge=0, description="Retries of a throttled request (429, or 503 with Retry-After)."
+    )
 
     call_only = frozenset(
-        {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_wait_s", "api_key_env"}
+        {
+            "concurrency",
+            "timeout_s",
+            "max_retries",
+            "backoff_s",
+            "max_wait_s",
+            "api_key_env",
+            "adaptive",
+            "max_concurrency",
+            "throttle_retries",
+        }
     )
+
+    @model_validator(mode="after")
+    def _ceiling_above_start(self) -> ApiOptions:
+        if self.max_concurrency is not None and self.max_concurrency < self.concurrency:
+            raise ValueError(
+                f"max_concurrency ({self.max_concurrency}) is below concurrency ({self.concurrency}); "
+                "set it to at least concurrency"
+            )
+        return self
 
 
 class LocalOptions(SchemeOptions):
@@ -107,5 +148,5 @@ def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
         model.model_validate(options)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"model {name!r}: options.{where}: {err['msg']}", key=f"options.{where}") from None
+        key = ".".join(["options", *(str(p) for p in err["loc"])])  # a check across options has no loc
+        raise ConfigError(f"model {name!r}: {key}: {err['msg']}", key=key) from None

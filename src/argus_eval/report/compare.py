@@ -18,6 +18,7 @@ import numpy as np
 
 from argus_eval.errors import ResultsError
 from argus_eval.report.build import read_results
+from argus_eval.report.comparison_tables import tie_separation
 from argus_eval.report.samples import CellKey, scores_by_cell
 from argus_eval.results_model import Results
 from argus_eval.results_model.cells import CellSummary
@@ -86,6 +87,8 @@ class Comparison:
     # run -> its gap sentence and supported claims
     gap: dict[str, str | None] = field(default_factory=dict)
     claims: dict[str, list[Any]] = field(default_factory=dict)
+    # run -> its tied pairs, each with what would separate it (about how many samples per cell)
+    ties: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -200,6 +203,9 @@ def compare_runs(
         cmp.pairwise[label] = r.rankings.pairwise
         cmp.gap[label] = r.gap.sentence
         cmp.claims[label] = [c.model_dump(mode="json") for c in r.comparison.claims]
+        cmp.ties[label] = [
+            {**t.model_dump(mode="json"), "what_would_separate": tie_separation(t)} for t in r.comparison.ties
+        ]
 
     def cells_of(r: Results) -> dict[CellKey, CellSummary]:
         return {c.key: c for c in r.cells}

@@ -9,6 +9,7 @@ from typing import Any
 from argus_eval.report import fmt
 from argus_eval.report.tables import Table, TCell
 from argus_eval.results_model import Results
+from argus_eval.results_model.scorecard import Tie
 
 _AXIS_TITLES = {"ARGUS": "overall (ARGUS)", "P": "capability (P)"}
 
@@ -58,6 +59,19 @@ def _n(results: Results, a: str, b: str) -> TCell:
     return TCell(str(common.n), ", ".join(f"{k}: {v}" for k, v in common.cells.items()))
 
 
+def tie_separation(tie: Tie) -> str:
+    """What would separate a tie, with the power estimate where the run has one (scoring/power.py)."""
+    n = tie.samples_to_separate
+    timing = " (or more timing trials)" if "timing" in tie.separate_by else ""
+    if n is not None:
+        return f"about {n:,} samples per cell would separate them{timing}"
+    if "samples_to_separate" in tie.model_fields_set:  # estimated, and no sample count is enough
+        if timing:
+            return "more timing trials (more samples alone would not)"
+        return "not more samples: even 10,000x the samples per cell would leave them tied"
+    return tie.separate_by
+
+
 def claims(results: Results) -> Table:
     """Every supported 'A above B', every tie, every incomplete and every withheld pair, with P(A beats
     B), the samples the pair is compared on and what would separate a tie (or why nothing is claimed)."""
@@ -85,7 +99,7 @@ def claims(results: Results) -> Table:
         pair_row(c.axis, f"{c.above} above {c.below}", c.p, (c.above, c.below), "-")
     for tie in comp.ties:
         a, b = tie.models
-        pair_row(tie.axis, f"{a} and {b} tied", tie.p, (a, b), tie.separate_by)
+        pair_row(tie.axis, f"{a} and {b} tied", tie.p, (a, b), tie_separation(tie))
     for inc in comp.incomplete:
         a, b = inc.models
         pair_row(inc.axis, f"{a} and {b} incomplete", inc.p, (a, b), inc.reason)

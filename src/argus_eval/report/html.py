@@ -26,6 +26,7 @@ from argus_eval.report.failure_tables import failure_tables
 from argus_eval.report.gallery import Gallery, build_gallery
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.tables import Table
+from argus_eval.report.usage_table import usage_tables
 from argus_eval.results_model import Results
 
 esc = html.escape
@@ -206,7 +207,12 @@ def render_html(results: Results, samples_path: Path, options: HtmlOptions | Non
     }
     t = {
         tb.key: tb
-        for tb in [*tables.all_tables(results), *comparison_tables(results), *failure_tables(results)]
+        for tb in [
+            *tables.all_tables(results),
+            *comparison_tables(results),
+            *failure_tables(results),
+            *usage_tables(results),
+        ]
     }
     sections = [
         ("scorecard", "Scorecard", table_html(t["scorecard"]) + _chart_divs(charts, "charts")),
@@ -241,7 +247,10 @@ def render_html(results: Results, samples_path: Path, options: HtmlOptions | Non
         (
             "efficiency",
             "Efficiency",
-            _chart_divs(charts, "efficiency") + table_html(t["efficiency"]) + table_html(t["timing"]),
+            _chart_divs(charts, "efficiency")
+            + table_html(t["efficiency"])
+            + table_html(t["timing"])
+            + ("<h3>Token usage</h3>" + table_html(t["tokens"]) if "tokens" in t else ""),
         ),
         (
             "cells",

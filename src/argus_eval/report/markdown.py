@@ -9,6 +9,7 @@ from argus_eval.report import tables
 from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.failure_tables import failure_tables
 from argus_eval.report.tables import Table
+from argus_eval.report.usage_table import usage_tables
 from argus_eval.results_model import Results
 
 
@@ -49,7 +50,12 @@ def render_summary(results: Results) -> str:
     lines = [f"# ARGUS-EVAL summary: {md_text(results.manifest.run_name)}", ""]
     if results.gap.sentence:
         lines += [f"**Capability-reliability gap:** {md_text(results.gap.sentence)}", ""]
-    for t in [*tables.all_tables(results), *comparison_tables(results), *failure_tables(results)]:
+    for t in [
+        *tables.all_tables(results),
+        *comparison_tables(results),
+        *failure_tables(results),
+        *usage_tables(results),
+    ]:
         lines += md_table(t)
     if results.notes:
         lines += ["## Notes", "", *[f"- {md_text(n)}" for n in results.notes], ""]

@@ -34,6 +34,9 @@ class CellSummary(Block):
     answer_format_rate: Score | None = None
     answers_parsed: int | None = None
     template_cleaned: int | None = None
+    # Served models only (models/api.py): the tokens their server reported for the cell's answers.
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:

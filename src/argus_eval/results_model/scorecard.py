@@ -200,6 +200,9 @@ class Tie(Block):
     models: ModelPair
     p: Score | None
     separate_by: str
+    # About how many samples per shared cell a rerun would need for the claim (scoring/power.py); None
+    # when even 10,000x the samples would not separate them (absent: no bootstrap, or an older file).
+    samples_to_separate: Count | None = None
 
 
 class NotComparable(Block):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -35,6 +36,7 @@ from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.stamps import input_stamps, pending
 from argus_eval.runner.store import Store
+from argus_eval.runner.usage import attach_usage
 from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.records import Record
 
@@ -58,6 +60,8 @@ class ExecStats:
     models_loaded: list[str] = field(default_factory=list)
     # Calls made by models outside this process (Ray workers); the driver's pool cannot count them.
     remote_forward_calls: int = 0
+    # model -> how its calls went, per load (served models: concurrency timeline, tokens; run_log.json)
+    call_logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class ModelPool:
@@ -72,6 +76,7 @@ class ModelPool:
         self.closed_calls = 0
         self.closed_cut = 0
         self.closed_padded = 0
+        self.call_logs: dict[str, list[dict[str, Any]]] = {}
 
     @property
     def loader(self) -> ModelLoader:
@@ -95,6 +100,9 @@ class ModelPool:
             self.closed_calls += m.forward_calls
             self.closed_cut += _answers_cut(m)
             self.closed_padded += _regions_padded(m)
+            log = getattr(m, "call_log", None)  # optional: adapters that log their calls (served ones)
+            if isinstance(log, dict):
+                self.call_logs.setdefault(m.info.name, []).append(log)
             m.close()
 
     @property
@@ -181,6 +189,7 @@ def run_batch(
         t0 = time.perf_counter()
         try:
             out = cell.task.infer(model, cell.protocol, ready, cell.dataset, helpers)
+            attach_usage(model, out)
         except ModelCallError:
             out = _one_by_one(cell, model, ready, helpers)
         share = (time.perf_counter() - t0) / len(ready)
@@ -218,7 +227,9 @@ def _one_by_one(
     out: list[Record] = []
     for p in ready:
         try:
-            out.extend(cell.task.infer(model, cell.protocol, [p], cell.dataset, helpers))
+            one = cell.task.infer(model, cell.protocol, [p], cell.dataset, helpers)
+            attach_usage(model, one)
+            out.extend(one)
         except ModelCallError as e:
             out.append(Record(p.sample.sample_id, None, error=f"model: {e}"))
     return out
@@ -313,5 +324,6 @@ def execute(
                     pool.release(m)
     stats.forward_calls = pool.forward_calls
     stats.answers_cut = pool.answers_cut
+    stats.call_logs = pool.call_logs
     stats.regions_padded = pool.regions_padded
     return stats

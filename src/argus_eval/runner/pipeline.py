@@ -219,6 +219,8 @@ def run(
         "regions_padded": stats.regions_padded,
         "samples_jsonl_lines": n_samples,
     }
+    if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
+        log["served"] = stats.call_logs
     with writing(out_dir / "run_log.json"):
         (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
     return RunOutcome(out_dir, results, stats, plan, n_samples)

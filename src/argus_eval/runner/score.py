@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from argus_eval.models.secrets import redact_text
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.store import Store
+from argus_eval.runner.usage import record_tokens
 from argus_eval.scoring.types import CellData, CellKey
 from argus_eval.tasks.base import CellResult
 
@@ -26,6 +27,17 @@ class ScoredCell:
     cell: Cell
     result: CellResult | None
     failures: dict[str, str]
+    # tokens the served model's server reported: per answered sample, and summed (None: none reported)
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> dict[str, int] | None:
+        """The cell's tokens summed per field."""
+        totals: dict[str, int] = {}
+        for t in self.tokens.values():
+            for k, v in t.items():
+                totals[k] = totals.get(k, 0) + v
+        return totals or None
 
 
 def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
@@ -36,7 +48,8 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
         ok = {sid: r for sid, r in records.items() if r.error is None}
         failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
         result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
-        out.append(ScoredCell(cell, result, failures))
+        tokens = {sid: t for sid, r in ok.items() if (t := record_tokens(r)) is not None}
+        out.append(ScoredCell(cell, result, failures, tokens))
     return out
 
 
@@ -99,6 +112,9 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
             base["answer_format_rate"] = _clean(form.rate)
             base["answers_parsed"] = sum(form.parsed)
             base["template_cleaned"] = sum(1 for n in form.cleaned if n)
+    tokens = s.total_tokens
+    if tokens is not None:  # a served model's cell: what its server reported
+        base.update(tokens)
     return base
 
 
@@ -136,6 +152,8 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
                 if res.answer_format is not None:
                     line["answer_parsed"] = res.answer_format.parsed[i]
                     line["template_cleaned"] = res.answer_format.cleaned[i]
+                if sid in s.tokens:
+                    line["usage"] = s.tokens[sid]
             else:
                 line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run")})
             yield line

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from argus_eval.results_model.weights import normalised
 from argus_eval.scoring.axes import CDC_VARIANTS
 from argus_eval.scoring.gates import INCOMPLETE, WITHHELD, Gates, holds
+from argus_eval.scoring.power import samples_per_cell, separating_factor, shrink
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellKey, FloatArray
 
@@ -191,17 +191,23 @@ def supported(verdicts: Verdicts, confidence: float, gates: Gates, axis: str, x:
 
 
 def _tau_rows(cap: Mapping[str, FloatArray], ovr: Mapping[str, FloatArray]) -> FloatArray | None:
+    """Kendall's tau-b between the capability and overall orders, in every row at once.
+
+    Over the model pairs i < j: (concordant - discordant) / sqrt(untied in x * untied in y), which is
+    scipy's kendalltau (tau-b) row by row (tested); a row with a NaN, or constant in either order, is NaN.
+    Vectorised because calling scipy per bootstrap row cost a second per thousand resamples."""
     names = sorted(set(cap) & set(ovr))
     if len(names) < 2:
         return None
     c = np.stack([cap[m] for m in names], axis=1)
     o = np.stack([ovr[m] for m in names], axis=1)
-    out = np.full(c.shape[0], np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant rows give NaN, which is what they are
-        for i in range(c.shape[0]):
-            if not (np.isnan(c[i]).any() or np.isnan(o[i]).any()):
-                out[i] = kendalltau(c[i], o[i]).statistic
+    i, j = np.triu_indices(len(names), k=1)
+    sc, so = np.sign(c[:, i] - c[:, j]), np.sign(o[:, i] - o[:, j])
+    denom = np.sqrt((sc != 0).sum(axis=1) * (so != 0).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: FloatArray = np.where(denom > 0, (sc * so).sum(axis=1) / np.where(denom > 0, denom, 1.0), np.nan)
+    bad = np.isnan(c).any(axis=1) | np.isnan(o).any(axis=1)
+    out[bad] = np.nan
     return out
 
 
@@ -283,6 +289,25 @@ def _sentence(
     return f"{head}; {lead}.{tie_text}{tail}"
 
 
+def _leading_p(
+    inp: PairInputs, a: str, b: str, axis: str, weights: Mapping[str, float], variant: str
+) -> Callable[[float], float | None]:
+    """The leading model's P(beats) on the axis with k x the samples per cell (scoring/power.py)."""
+
+    def p_at(k: float) -> float | None:
+        s = 1.0 / np.sqrt(k)
+        scaled = PairInputs(
+            {m: {g: shrink(r, s) for g, r in inp.clean.get(m, {}).items()} for m in (a, b)},
+            inp.floor,
+            {m: {g: shrink(r, s) for g, r in inp.retention.get(m, {}).items()} for m in (a, b)},
+            inp.efficiency,  # timing trials are not samples
+        )
+        p = p_beats(compare_pair(scaled, a, b, weights, variant).h[axis])
+        return None if p is None else max(p, 1.0 - p)
+
+    return p_at
+
+
 def head_to_head(
     models: Sequence[str],
     inputs: PairInputs | Callable[[str, str], PairInputs],
@@ -291,11 +316,13 @@ def head_to_head(
     confidence: float,
     interval_confidence: float,
     gates: Gates | None = None,
+    sizes: Callable[[str, str], Mapping[Any, int]] | None = None,
 ) -> HeadToHead:
     """Compare every ordered pair of models; rank by supported wins; build claims, ties and the sentence.
 
     inputs: one PairInputs for every pair, or the inputs of a pair (on the samples both scored);
-    gates: name -> the pairs about which no claim is made, per axis, and why (scoring/gates.py)."""
+    gates: name -> the pairs about which no claim is made, per axis, and why (scoring/gates.py);
+    sizes: the samples a pair shares per cell, for the samples per cell that would separate a tie."""
     names = sorted(models)
     source = inputs if callable(inputs) else (lambda _a, _b: inputs)
     gates = gates or {}
@@ -348,14 +375,18 @@ def head_to_head(
                     e_rows = pairs[(x, y)].h.get("E")
                     p_e = None if e_rows is None else p_beats(e_rows)
                     e_open = ax == "overall" and p_e is not None and 1 - confidence < p_e < confidence
-                    ties.append(
-                        {
-                            "axis": ax,
-                            "models": [x, y],
-                            "p": verdicts[ax][(x, y)].p_beats,
-                            "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
-                        }
-                    )
+                    tie: dict[str, Any] = {
+                        "axis": ax,
+                        "models": [x, y],
+                        "p": verdicts[ax][(x, y)].p_beats,
+                        "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
+                    }
+                    if sizes is not None and verdicts[ax][(x, y)].p_beats is not None:
+                        p_at = _leading_p(source(x, y), x, y, ax, weights, variant)
+                        tie["samples_to_separate"] = samples_per_cell(
+                            separating_factor(p_at, confidence), sizes(x, y)
+                        )
+                    ties.append(tie)
     held = {
         name: [
             {

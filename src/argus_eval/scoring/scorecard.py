@@ -197,6 +197,7 @@ def _comparison(
         options.claim_confidence,
         options.confidence,
         gates,
+        pairs.common_samples,
     )
     common = {(a, b): pairs.common_samples(a, b) for i, a in enumerate(models) for b in models[i + 1 :]}
     return h, {k: v for k, v in common.items() if v}
