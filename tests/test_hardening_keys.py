@@ -15,10 +15,10 @@ from safetensors.numpy import load_file, save_file
 from argus_eval.models.loading import model_fingerprint
 from argus_eval.models.options import OPTIONS_BY_SCHEME
 from argus_eval.models.spec import ModelConfig
+from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import RunOutcome, run
-from argus_eval.zoo.catalog import CHECKPOINTS
 from hardening_fixtures import assert_same_as_fresh, stored_records
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
