@@ -95,7 +95,9 @@ def _allowed() -> tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]:
     wings: dict[str, set[str]] = {}
     scoped: dict[tuple[str, str], set[str]] = {}
     rows = [r for r in DOC.read_text(encoding="utf-8").splitlines() if re.match(r"\| `[a-z_]+(/|\.py)`", r)]
-    names = {n.rstrip("/").removesuffix(".py") for r in rows for n in re.findall(r"`([^`]+)`", r.split("|")[1])}
+    names = {
+        n.rstrip("/").removesuffix(".py") for r in rows for n in re.findall(r"`([^`]+)`", r.split("|")[1])
+    }
     for row in rows:
         cells = row.split("|")
         owners = [n.rstrip("/").removesuffix(".py") for n in re.findall(r"`([^`]+)`", cells[1])]
@@ -144,7 +146,9 @@ def test_models_import_nothing_above_them() -> None:
     # the one upward import there was: loading a zoo: spec read the zoo wing's catalog
     edges = _edges()
     above = {"zoo", "runner", "tasks", "commands", "cli", "scoring", "report", "advisor", "testing"}
-    assert {d for m, deps in edges.items() if _wing(m) == "models" for d in deps if _wing(d) in above} == set()
+    assert {
+        d for m, deps in edges.items() if _wing(m) == "models" for d in deps if _wing(d) in above
+    } == set()
 
 
 def test_the_checks_see_a_cycle_and_a_forbidden_import() -> None:

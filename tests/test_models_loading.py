@@ -10,7 +10,13 @@ import pytest
 
 from argus_eval.errors import ModelLoadError
 from argus_eval.models import fingerprint as fp
-from argus_eval.models.loading import check_spec, describe_presets, detect_family, load_model, model_fingerprint
+from argus_eval.models.loading import (
+    check_spec,
+    describe_presets,
+    detect_family,
+    load_model,
+    model_fingerprint,
+)
 from argus_eval.models.spec import ModelConfig
 from model_fixtures import tiny_dir
 
@@ -146,6 +152,8 @@ def test_a_scheme_of_the_wrong_type_is_refused() -> None:
     from argus_eval.errors import RegistryError
     from argus_eval.models.schemes import SCHEMES
 
-    with pytest.raises(RegistryError, match=r"model scheme 'argus-bare' \(registered\) is a function, not a Scheme"):
+    with pytest.raises(
+        RegistryError, match=r"model scheme 'argus-bare' \(registered\) is a function, not a Scheme"
+    ):
         SCHEMES.register("argus-bare", lambda cfg, target: object())  # type: ignore[arg-type]
     assert "argus-bare" not in SCHEMES

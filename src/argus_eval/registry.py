@@ -28,9 +28,7 @@ class Registry(Generic[T]):
     # set once by the console command: each registry freezes as soon as its entry points are loaded
     _freeze_on_load: ClassVar[bool] = False
 
-    def __init__(
-        self, kind: str, entry_point_group: str | None = None, *, base: type | None = None
-    ) -> None:
+    def __init__(self, kind: str, entry_point_group: str | None = None, *, base: type | None = None) -> None:
         self.kind = kind
         self._entries: dict[str, T | str] = {}
         self._group = entry_point_group

@@ -41,6 +41,7 @@ GENERIC_FAMILY = "image-text-to-text"
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.pt")
 
+
 def _split(spec: str) -> tuple[str, str]:
     """('hf', 'openai/clip...') for schemed specs; ('preset', name) otherwise."""
     scheme, sep, target = spec.partition(":")

@@ -17,6 +17,7 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.execution import ExecutionRequest
 from argus_eval.runner.executors import EXECUTORS
 from argus_eval.runner.local import LOAD_ERRORS, ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
@@ -156,7 +157,10 @@ def run(
             require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
             t_exec = time.perf_counter()
-            stats = executor(plan, store, pool, cfg.seed, strict, quiet, None, cfg.executor_options)
+            request = ExecutionRequest(
+                plan, store, pool, cfg.seed, strict, quiet, options=cfg.executor_options
+            )
+            stats = executor(request)
             require_cells(plan)  # every cell may have been left out at run time (inputs missing)
             t_prof = time.perf_counter()
             # after every cell, so that all models are timed side by side, interleaved (profiling.py)
