@@ -4,9 +4,9 @@ Entries may be objects or lazy "module:attr" strings, so importing the registry 
 dependencies (torch, transformers) until the entry is used. A registry given a ``base`` type checks
 every entry against it: an object when it is registered, a lazy entry (a built-in "module:attr" or a
 plugin's entry point) when it is first imported, so a plugin of the wrong type fails naming itself
-instead of deep inside a run. ``freeze`` loads the entry points and makes the registry read-only; the
-console command freezes every registry that takes plugins right after they load (``freeze_after_loading``), so
-nothing changes the names a run chooses among while it runs.
+instead of deep inside a run. ``freeze`` loads the entry points and makes the registry read-only; under
+the console command a planned run freezes every registry whose plugins it loaded (``freeze_loaded``),
+so nothing changes the names it chooses among while it runs.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
+from weakref import WeakSet
 
 from argus_eval.errors import RegistryError, UnknownNameError
 
@@ -25,8 +27,10 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """A named mapping from string keys to objects, with lazy entries and entry-point plugins."""
 
-    # set once by the console command: each registry freezes as soon as its entry points are loaded
-    _freeze_on_load: ClassVar[bool] = False
+    # on while the console command runs (``freezing``): then a run freezes what it chose from
+    _freezing: ClassVar[bool] = False
+    _every: ClassVar[WeakSet[Registry[Any]]] = WeakSet()
+    _frozen_by_run: ClassVar[list[Registry[Any]]] = []
 
     def __init__(self, kind: str, entry_point_group: str | None = None, *, base: type | None = None) -> None:
         self.kind = kind
@@ -35,12 +39,33 @@ class Registry(Generic[T]):
         self._plugins_loaded = False
         self._base = base
         self._frozen = False
+        Registry._every.add(self)
 
     @classmethod
-    def freeze_after_loading(cls) -> None:
-        """From now on every registry of this process that takes plugins freezes once its entry points
-        are loaded (at its first lookup)."""
-        cls._freeze_on_load = True
+    @contextmanager
+    def freezing(cls) -> Iterator[None]:
+        """Within it (the console command), ``freeze_loaded`` freezes; leaving it opens those registries
+        again, so a caller of the console command in-process (the tests) can still add to them."""
+        cls._freezing = True
+        try:
+            yield
+        finally:
+            cls._freezing = False
+            for registry in cls._frozen_by_run:
+                registry._frozen = False
+            cls._frozen_by_run.clear()
+
+    @classmethod
+    def freeze_loaded(cls) -> None:
+        """Inside ``freezing``: freeze every registry that takes plugins and has loaded them. A run calls
+        it once it is planned (every built-in entry registered, every plugin it names loaded), so the
+        names it chooses among cannot change while it runs; elsewhere it does nothing."""
+        if not cls._freezing:
+            return
+        for registry in list(cls._every):
+            if registry._group is not None and registry._plugins_loaded and not registry._frozen:
+                registry._frozen = True
+                cls._frozen_by_run.append(registry)
 
     def freeze(self) -> None:
         """Load the entry points, then refuse every later register or unregister (RegistryError)."""
@@ -100,8 +125,6 @@ class Registry(Generic[T]):
         for ep in metadata.entry_points(group=self._group) if self._group else ():
             if ep.name not in self._entries:
                 self._entries[ep.name] = ep.value
-        if Registry._freeze_on_load and self._group is not None:
-            self._frozen = True
 
     def get(self, name: str) -> T:
         """Return the entry for name, importing it if lazy; raise UnknownNameError listing valid names."""

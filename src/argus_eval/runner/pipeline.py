@@ -14,6 +14,7 @@ from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.secrets import redact, redact_text
 from argus_eval.models.spec import ModelConfig
+from argus_eval.registry import Registry
 from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
@@ -156,6 +157,7 @@ def run(
             plan.retry_failed = retry_failed
             require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
+            Registry.freeze_loaded()  # under the console command: nothing registers while it runs
             t_exec = time.perf_counter()
             request = ExecutionRequest(
                 plan, store, pool, cfg.seed, strict, quiet, options=cfg.executor_options
