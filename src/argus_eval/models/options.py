@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from argus_eval.errors import ConfigError
+from argus_eval.registry import Registry
 
 
 class SchemeOptions(BaseModel):
@@ -53,16 +54,19 @@ class LocalOptions(SchemeOptions):
 
 
 # scheme -> its options model; a plugin scheme that registers none validates its own options.
-OPTIONS_BY_SCHEME: dict[str, type[SchemeOptions]] = {
-    "api": ApiOptions,
-    "hf": LocalOptions,
-    "zoo": LocalOptions,
-}
+SCHEME_OPTIONS: Registry[type[SchemeOptions]] = Registry("scheme options", base=SchemeOptions)
+SCHEME_OPTIONS.register("api", ApiOptions)
+SCHEME_OPTIONS.register("hf", LocalOptions)
+SCHEME_OPTIONS.register("zoo", LocalOptions)
 
 
 def register_options(scheme: str, options: type[SchemeOptions]) -> None:
     """Declare the options model of a (plugin) scheme, so that other options are rejected."""
-    OPTIONS_BY_SCHEME[scheme] = options
+    SCHEME_OPTIONS.register(scheme, options)
+
+
+def _options_of(scheme: str | None) -> type[SchemeOptions] | None:
+    return SCHEME_OPTIONS.get(scheme) if scheme is not None and scheme in SCHEME_OPTIONS else None
 
 
 def scheme_of(spec: str) -> str | None:
@@ -81,8 +85,7 @@ def scheme_of(spec: str) -> str | None:
 
 def call_only_options(spec: str) -> frozenset[str]:
     """The options of spec's scheme that stay out of its fingerprint (none for an unknown scheme)."""
-    scheme = scheme_of(spec)
-    model = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
+    model = _options_of(scheme_of(spec))
     return model.call_only if model is not None else frozenset()
 
 
@@ -90,7 +93,7 @@ def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
     """ConfigError naming the model and its unknown option keys (with the valid ones), or the option whose
     value has the wrong type or range."""
     scheme = scheme_of(spec)
-    model = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
+    model = _options_of(scheme)
     if model is None:
         return
     allowed = sorted(model.model_fields)
