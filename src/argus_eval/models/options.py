@@ -24,6 +24,8 @@ class SchemeOptions(BaseModel):
     # Options that change how a model is called (timeouts, waits, concurrency, retries, where its key is
     # read from), never what it answers: changing one recomputes nothing.
     call_only: ClassVar[frozenset[str]] = frozenset()
+    # said after the valid options when a config names an unknown one
+    unknown_hint: ClassVar[str] = ""
 
 
 class ApiOptions(SchemeOptions):
@@ -38,6 +40,7 @@ class ApiOptions(SchemeOptions):
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Sent with every request.")
     max_answer_chars: StrictInt = Field(default=4000, ge=1, description="Longer answers are cut.")
 
+    unknown_hint = " (an API key belongs in the environment variable named by api_key_env)"
     call_only = frozenset(
         {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_wait_s", "api_key_env"}
     )
@@ -101,11 +104,9 @@ def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
     if unknown:
         raise ConfigError(
             f"model {name!r}: unknown option(s) {', '.join(unknown)} for {scheme}: models; "
-            f"valid options: {', '.join(allowed) or 'none'}"
-            + (" (an API key belongs in the environment variable named by api_key_env)"
-               if scheme == "api" else ""),
+            f"valid options: {', '.join(allowed) or 'none'}{model.unknown_hint}",
             key=f"options.{unknown[0]}",
-        )  # fmt: skip
+        )
     try:
         model.model_validate(options)
     except ValidationError as e:
