@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from argus_eval.data.types import Sample
+from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 from argus_eval.tasks.answers import clean_generated, parses
-from argus_eval.zoo.catalog import CHECKPOINTS
 from model_fixtures import tiny_dir
 
 

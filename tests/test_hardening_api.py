@@ -146,9 +146,10 @@ def test_unknown_model_option_is_rejected_listing_valid_ones() -> None:
         in msg
     )
     assert "valid options: adaptive, api_key_env, backoff_s, concurrency" in msg and "sk-x" not in msg
+    assert msg.endswith("(an API key belongs in the environment variable named by api_key_env)")
     cfg["models"] = [{"name": "c", "spec": "zoo:clip", "options": {"temperature": 0}}]
     with pytest.raises(
-        ConfigError, match=r"unknown option\(s\) temperature for zoo: models; valid options: region_features"
+        ConfigError, match=r"unknown option\(s\) temperature for zoo: models; valid options: region_features$"
     ):
         parse_config(cfg, "run.yaml")
 

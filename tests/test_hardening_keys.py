@@ -13,12 +13,12 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from argus_eval.models.loading import model_fingerprint
-from argus_eval.models.options import OPTIONS_BY_SCHEME
+from argus_eval.models.options import SCHEME_OPTIONS
 from argus_eval.models.spec import ModelConfig
+from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import RunOutcome, run
-from argus_eval.zoo.catalog import CHECKPOINTS
 from hardening_fixtures import assert_same_as_fresh, stored_records
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
@@ -141,7 +141,7 @@ SETTINGS = ("device", "batch_size", "revision", "dtype", "max_new_tokens", "trus
 
 @pytest.mark.parametrize("scheme", sorted(SPECS))
 def test_each_option_a_scheme_reads_is_in_the_key_or_call_only(scheme: str) -> None:
-    options = OPTIONS_BY_SCHEME[scheme.partition("-")[0]]
+    options = SCHEME_OPTIONS.get(scheme.partition("-")[0])
     reads = set(SETTINGS) | {f"options.{o}" for o in options.model_fields}
     assert reads == IN_KEY[scheme] | OUT_OF_KEY[scheme]
     assert set(ModelConfig.model_fields) - {"name", "spec", "tasks", "options"} == set(SETTINGS)

@@ -290,7 +290,7 @@ def test_results_out_of_range_is_one_error_naming_file_and_path(
 def _option_models() -> list[tuple[type[Any], dict[str, Any]]]:
     """Every options model of tasks, models, scoring, runs and executors, with a minimal valid input."""
     import argus_eval.tasks.registry  # noqa: F401  (registers the built-in tasks)
-    from argus_eval.models.options import OPTIONS_BY_SCHEME
+    from argus_eval.models.options import SCHEME_OPTIONS
     from argus_eval.models.spec import ModelConfig, TaskCheckpoint
     from argus_eval.runner.config import EfficiencyConfig, RunConfig
     from argus_eval.runner.ray_options import ModelResources, RayOptions
@@ -298,7 +298,7 @@ def _option_models() -> list[tuple[type[Any], dict[str, Any]]]:
     from argus_eval.tasks.base import TASKS
 
     tasks = [(TASKS.get(n).options_model, {"name": n}) for n in TASKS.names()]
-    schemes = [(m, {}) for m in set(OPTIONS_BY_SCHEME.values())]
+    schemes = [(m, {}) for m in {SCHEME_OPTIONS.get(n) for n in SCHEME_OPTIONS.names()}]
     minimal_run = {"models": [{"name": "m", "spec": "zoo:clip"}], "datasets": [{"format": "shapesworld"}]}
     return [
         *tasks,

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from argus_eval.errors import ModelLoadError
 from argus_eval.models import fingerprint as fp
-from argus_eval.models.loading import describe_presets, detect_family, load_model, model_fingerprint
+from argus_eval.models.loading import (
+    check_spec,
+    describe_presets,
+    detect_family,
+    load_model,
+    model_fingerprint,
+)
 from argus_eval.models.spec import ModelConfig
 from model_fixtures import tiny_dir
 
@@ -121,14 +128,32 @@ def test_presets_listed() -> None:
 
 
 def test_plugin_scheme_dispatch() -> None:
-    from argus_eval.models.loading import SCHEMES
+    from argus_eval.models.schemes import SCHEMES, LoaderScheme
 
     seen: list[str] = []
 
-    def load(cfg: ModelConfig, target: str) -> object:
+    def load(cfg: ModelConfig, target: str) -> Any:
         seen.append(target)
         return object()
 
-    SCHEMES.register("argus-test-scheme", load)  # type: ignore[arg-type]
-    load_model(_cfg("argus-test-scheme:abc#1"))
-    assert seen == ["abc#1"]
+    SCHEMES.register("argus-test-scheme", LoaderScheme(load))
+    try:
+        load_model(_cfg("argus-test-scheme:abc#1"))
+        assert seen == ["abc#1"]
+        # a plugin scheme knows only its target without loading: that is its part of the fingerprint
+        a, b = (model_fingerprint(_cfg(f"argus-test-scheme:{t}")) for t in ("abc#1", "abc#2"))
+        assert a != b
+        check_spec(_cfg("argus-test-scheme:abc#1"))  # nothing to check without loading
+    finally:
+        SCHEMES.unregister("argus-test-scheme")
+
+
+def test_a_scheme_of_the_wrong_type_is_refused() -> None:
+    from argus_eval.errors import RegistryError
+    from argus_eval.models.schemes import SCHEMES
+
+    with pytest.raises(
+        RegistryError, match=r"model scheme 'argus-bare' \(registered\) is a function, not a Scheme"
+    ):
+        SCHEMES.register("argus-bare", lambda cfg, target: object())  # type: ignore[arg-type]
+    assert "argus-bare" not in SCHEMES

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from argus_eval.errors import ModelLoadError
-from argus_eval.models import processor_files
+from argus_eval.models import processor_files, zoo_store
 from argus_eval.models.compat import torchvision_available
 from argus_eval.models.loading import load_model
 from argus_eval.models.processor_files import (
@@ -114,7 +114,7 @@ def test_every_checkpoint_has_complete_processor_files(name: str, tmp_path: Path
     """Nothing is missing for either environment, and completing a copy writes nothing. (LXMERT has no
     processor, only a tokenizer, and its loader asks for none.)"""
     kind, _, key = name.partition(":")
-    directory = catalog.CHECKPOINTS / key if kind == "zoo" else tiny_dir(key)
+    directory = zoo_store.CHECKPOINTS / key if kind == "zoo" else tiny_dir(key)
     if (directory / PROCESSOR_FILE).exists():
         assert missing_processor_files(directory) == {}
     copy = shutil.copytree(directory, tmp_path / directory.name)
@@ -122,7 +122,7 @@ def test_every_checkpoint_has_complete_processor_files(name: str, tmp_path: Path
 
 
 def _qwen_copy_without_video(tmp_path: Path) -> Path:
-    d = shutil.copytree(catalog.CHECKPOINTS / "qwen2_5_vl", tmp_path / "qwen2_5_vl")
+    d = shutil.copytree(zoo_store.CHECKPOINTS / "qwen2_5_vl", tmp_path / "qwen2_5_vl")
     (d / VIDEO_PROCESSOR_FILE).unlink()
     return d
 
@@ -146,7 +146,7 @@ def test_missing_video_config_is_found_and_written_from_the_image_processor(tmp_
 
 
 def test_missing_processor_config_is_named(tmp_path: Path) -> None:
-    d = shutil.copytree(catalog.CHECKPOINTS / "clip", tmp_path / "clip")
+    d = shutil.copytree(zoo_store.CHECKPOINTS / "clip", tmp_path / "clip")
     (d / PROCESSOR_FILE).unlink()
     with pytest.raises(ModelLoadError) as e:
         load_model(ModelConfig(name="c", spec=f"hf:{d}", device="cpu"))
@@ -190,7 +190,7 @@ def test_missing_video_config_names_directory_file_and_fix(
 
 
 @needs_torchvision
-@pytest.mark.parametrize("name", [n for n in ZOO if (catalog.CHECKPOINTS / n / PROCESSOR_FILE).exists()])
+@pytest.mark.parametrize("name", [n for n in ZOO if (zoo_store.CHECKPOINTS / n / PROCESSOR_FILE).exists()])
 def test_torchvision_and_pil_processors_give_the_same_pixels(name: str) -> None:
     """The two backends feed a model nearly the same input: their bicubic resizes round differently, so
     a few pixels differ, by at most two grey levels; scores measured on a machine with torchvision and
@@ -200,7 +200,7 @@ def test_torchvision_and_pil_processors_give_the_same_pixels(name: str) -> None:
     import transformers
     from PIL import Image
 
-    d = catalog.CHECKPOINTS / name
+    d = zoo_store.CHECKPOINTS / name
     improc = transformers.AutoProcessor.from_pretrained(d).image_processor
     module = importlib.import_module(
         type(improc).__module__.replace("image_processing_", "image_processing_pil_")

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
-from argus_eval.zoo.catalog import CHECKPOINTS
 from transformers_server import Server, missing_serve_modules, serving, with_video_processor_config
 
 pytestmark = pytest.mark.skipif(

@@ -42,7 +42,7 @@ def test_itm_negatives_are_never_true_pairs_and_follow_the_weights() -> None:
 
 def test_start_from_captioner_copies_the_shipped_towers() -> None:
     from argus_eval.models.hf_common import hf_module
-    from argus_eval.zoo.catalog import CHECKPOINTS
+    from argus_eval.models.zoo_store import CHECKPOINTS
     from argus_eval.zoo.training import train_blip as blip
 
     tok = blip.build_tokenizer()
@@ -129,7 +129,7 @@ def test_blip_vqa_starts_from_the_shipped_heads_word_by_word() -> None:
     """The VQA head's towers are the retrieval head's, its decoder the captioner's; the VQA vocabulary
     adds the prompt's words, so vocabulary-sized rows are copied by word, and a new word keeps its own."""
     from argus_eval.models.hf_common import hf_module
-    from argus_eval.zoo.catalog import CHECKPOINTS
+    from argus_eval.models.zoo_store import CHECKPOINTS
     from argus_eval.zoo.training import train_blip as blip
     from argus_eval.zoo.training.chat_vlm import prompt_words
     from argus_eval.zoo.training.train_blip_vqa import START

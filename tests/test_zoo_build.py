@@ -22,11 +22,12 @@ from rich.console import Console
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from argus_eval.models import zoo_store
 from argus_eval.zoo import catalog, measure
 from argus_eval.zoo.recipes import RECIPES
 from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 
-SHIPPED = catalog.CHECKPOINTS / "lxmert"
+SHIPPED = zoo_store.CHECKPOINTS / "lxmert"
 
 
 def _copy_shipped(out: Path, seed: int, seconds: float | None, log: Log) -> Trained:
@@ -53,7 +54,7 @@ def copy_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 
 def _shipped_digest() -> dict[str, str]:
     """sha256 of every file of the shipped zoo: its checkpoints and manifest.json."""
-    files = catalog.checkpoint_files(catalog.ZOO_DIR)
+    files = catalog.checkpoint_files(zoo_store.ZOO_DIR)
     return {k: v for k, v in files.items() if k == "manifest.json" or k.startswith("checkpoints/")}
 
 
@@ -64,9 +65,9 @@ def test_train_installs_measures_and_records_a_recipe(
     from argus_eval.zoo.training import build
 
     manifest = tmp_path / "manifest.json"
-    shutil.copy(catalog.MANIFEST, manifest)
-    monkeypatch.setattr(catalog, "MANIFEST", manifest)
-    monkeypatch.setattr(catalog, "CHECKPOINTS", tmp_path / "checkpoints")
+    shutil.copy(zoo_store.MANIFEST, manifest)
+    monkeypatch.setattr(zoo_store, "MANIFEST", manifest)
+    monkeypatch.setattr(zoo_store, "CHECKPOINTS", tmp_path / "checkpoints")
     monkeypatch.setattr(build, "CHECKPOINTS", tmp_path / "checkpoints")
     train_zoo(copy_recipe, None, None, tmp_path / "runs", Console(quiet=True), install=True)
 

@@ -13,6 +13,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from argus_eval.errors import CheckpointError
+from argus_eval.models import zoo_store
 from argus_eval.zoo import catalog
 from argus_eval.zoo.recipes import ORDER, RECIPES
 
@@ -44,7 +45,7 @@ def test_checkpoint_matches_manifest_and_loads(name: str) -> None:
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
-    src = catalog.CHECKPOINTS / name
+    src = zoo_store.CHECKPOINTS / name
     shutil.copytree(src, tmp_path / name)
     return tmp_path / name
 
@@ -80,7 +81,7 @@ def test_missing_directory_and_unknown_name(tmp_path: Path) -> None:
 
 def test_write_entry_keeps_other_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = tmp_path / "manifest.json"
-    monkeypatch.setattr(catalog, "MANIFEST", manifest)
+    monkeypatch.setattr(zoo_store, "MANIFEST", manifest)
     catalog.write_entry("a", {"family": "clip"})
     catalog.write_entry("b", {"family": "blip"})
     catalog.write_entry("a", {"family": "clip", "note": "again"})
@@ -95,11 +96,11 @@ def _zoo_without_video_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     d = _copy("qwen2_5_vl", tmp_path / "checkpoints")
     (d / VIDEO_PROCESSOR_FILE).unlink()
-    manifest = json.loads(catalog.MANIFEST.read_text())
+    manifest = json.loads(zoo_store.MANIFEST.read_text())
     del manifest["models"]["qwen2_5_vl"]["files"][VIDEO_PROCESSOR_FILE]
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    monkeypatch.setattr(catalog, "CHECKPOINTS", tmp_path / "checkpoints")
-    monkeypatch.setattr(catalog, "MANIFEST", tmp_path / "manifest.json")
+    monkeypatch.setattr(zoo_store, "CHECKPOINTS", tmp_path / "checkpoints")
+    monkeypatch.setattr(zoo_store, "MANIFEST", tmp_path / "manifest.json")
     return d, manifest
 
 

@@ -17,6 +17,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from argus_eval.models import zoo_store
 from argus_eval.zoo import catalog
 from argus_eval.zoo.measure import (
     CONFIG_FILE,
@@ -92,8 +93,8 @@ def measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
 
     monkeypatch.setattr(run_datasets, "DEFAULT_CACHE", tmp_path / "cache")
     manifest = tmp_path / "manifest.json"
-    shutil.copy(catalog.MANIFEST, manifest)
-    monkeypatch.setattr(catalog, "MANIFEST", manifest)
+    shutil.copy(zoo_store.MANIFEST, manifest)
+    monkeypatch.setattr(zoo_store, "MANIFEST", manifest)
     out = tmp_path / "zoo-lxmert"
     entry = remeasure("lxmert", out, lambda _m: None, TINY)
     return entry, out
@@ -109,7 +110,7 @@ def test_zoo_eval_figures_are_the_runs_and_an_argus_run_repeats_them(
     from argus_eval.tasks.reasoning import ReasoningTask
 
     entry, out = measured
-    assert json.loads(catalog.MANIFEST.read_text())["models"]["lxmert"]["eval"] == entry["eval"]
+    assert json.loads(zoo_store.MANIFEST.read_text())["models"]["lxmert"]["eval"] == entry["eval"]
     row = entry["eval"]["tasks"]["reasoning"]["studio"]
     assert set(entry["eval"]["tasks"]) == {"reasoning"}
     assert row["samples"] == 12

@@ -26,6 +26,11 @@ class UnknownNameError(ArgusError):
     """A registry lookup for a name that is not registered (model, dataset, task, format, perturbation)."""
 
 
+class RegistryError(ArgusError):
+    """A registered object (built in, a plugin's entry point) is not of its registry's type, or a frozen
+    registry is changed."""
+
+
 class DatasetError(ArgusError):
     """An annotation file is missing, malformed, or inconsistent (names file, record and field)."""
 

@@ -26,7 +26,7 @@ def _digest(files: dict[str, str]) -> str:
 
 def list_zoo(console: Console, as_json: bool) -> None:
     """One row per zoo model: family, capabilities, params, size, digest, training time, headline figure."""
-    from argus_eval.zoo.catalog import CHECKPOINTS, read_manifest
+    from argus_eval.models.zoo_store import CHECKPOINTS, read_manifest
 
     models = read_manifest().get("models", {})
     rows = []

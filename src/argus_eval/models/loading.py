@@ -1,8 +1,9 @@
 """From a ModelConfig to a loaded adapter: scheme dispatch, family detection, fingerprints, presets.
 
-Schemes ("hf", "api", "zoo", plus plugins from the entry-point group ``argus_eval.models``) map the
-text after ``scheme:`` to an adapter. Hugging Face checkpoints are dispatched on config.json's
-``model_type`` (then ``architectures``) through the family registry below.
+Schemes ("hf", "api", "zoo", plus plugins from the entry-point group ``argus_eval.models``) are
+``Scheme`` objects (``models/schemes.py``) in ``SCHEMES``: each maps the text after ``scheme:`` to an
+adapter, checks it without loading and says what identifies its answers. Hugging Face checkpoints are
+dispatched on config.json's ``model_type`` (then ``architectures``) through the family registry below.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from argus_eval.models.hf_common import LoadRequest
 from argus_eval.models.options import call_only_options
 from argus_eval.models.presets import PRESETS, Preset
 from argus_eval.models.protocols import Model
+from argus_eval.models.schemes import SCHEMES, Scheme
 from argus_eval.models.spec import ModelConfig
+from argus_eval.models.zoo_store import zoo_dir
 from argus_eval.registry import Registry
 
-SchemeLoader = Callable[[ModelConfig, str], Model]
 FamilyLoader = Callable[[LoadRequest], Model]
 
-SCHEMES: Registry[SchemeLoader] = Registry("model scheme", entry_point_group="argus_eval.models")
 # Keyed by config.json model_type; values are lazy "module:function" loaders taking a LoadRequest.
 HF_FAMILIES: Registry[FamilyLoader] = Registry("model family", entry_point_group="argus_eval.model_families")
 # config.json model types of the dual encoders (one adapter loads them; models/sizing.py sizes them)
@@ -39,23 +40,6 @@ HF_FAMILIES.register("image-text-to-text", "argus_eval.models.hf_vlm:load_vlm")
 GENERIC_FAMILY = "image-text-to-text"
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.pt")
-
-ZOO_ROOT = Path(__file__).resolve().parent.parent / "zoo" / "checkpoints"
-
-
-def zoo_dir(name: str) -> Path:
-    """Directory of a built-in zoo checkpoint; ModelLoadError telling how to build it if missing."""
-    from argus_eval.zoo.catalog import read_manifest, verify_checkpoint  # lazy: zoo imports models
-
-    if name in read_manifest().get("models", {}):
-        return verify_checkpoint(name)
-    d = ZOO_ROOT / name
-    if not (d / "config.json").is_file():
-        raise ModelLoadError(
-            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it",
-            key="spec",
-        )
-    return d
 
 
 def _split(spec: str) -> tuple[str, str]:
@@ -149,22 +133,66 @@ def load_hf(cfg: ModelConfig, target: str) -> Model:
     return model
 
 
-def load_zoo(cfg: ModelConfig, target: str) -> Model:
-    """Load a built-in zoo checkpoint (a Hugging Face directory inside the package)."""
-    d = zoo_dir(target)
-    return load_hf(cfg, str(d))
+class HfScheme(Scheme):
+    """``hf:ID_OR_DIR``: a local checkpoint directory (its files fingerprint it) or a hub id (with its
+    revision)."""
+
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        return load_hf(cfg, target)
+
+    def check(self, cfg: ModelConfig, target: str) -> None:
+        source, local = _hf_target(cfg, target)
+        if local:
+            _read_local_config(cfg, Path(source))
+
+    def identity(self, cfg: ModelConfig, target: str) -> dict[str, Any]:
+        source, local = _hf_target(cfg, target)
+        if local:
+            return {"files": fp.dir_digest(Path(source))}
+        return {"hub": {"id": source, "revision": cfg.revision or "main"}}
+
+    def config_dir(self, target: str) -> Path | None:
+        d = Path(target).expanduser()
+        return d if d.is_dir() else None
 
 
-def load_api(cfg: ModelConfig, target: str) -> Model:
-    """An OpenAI-compatible chat-completions endpoint: ``URL#MODEL``."""
-    from argus_eval.models.api import OpenAICompatibleModel
+class ZooScheme(Scheme):
+    """``zoo:NAME``: a built-in checkpoint shipped in the package, checked against its manifest."""
 
-    return OpenAICompatibleModel(cfg, target, model_fingerprint(cfg))
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        return load_hf(cfg, str(zoo_dir(target)))
+
+    def check(self, cfg: ModelConfig, target: str) -> None:
+        zoo_dir(target)
+
+    def identity(self, cfg: ModelConfig, target: str) -> dict[str, Any]:
+        return {"files": fp.dir_digest(zoo_dir(target))}
+
+    def config_dir(self, target: str) -> Path | None:
+        return zoo_dir(target)
 
 
-SCHEMES.register("hf", load_hf)
-SCHEMES.register("zoo", load_zoo)
-SCHEMES.register("api", load_api)
+class ApiScheme(Scheme):
+    """``api:URL#MODEL``: an OpenAI-compatible chat-completions endpoint."""
+
+    served = True
+
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        from argus_eval.models.api import OpenAICompatibleModel
+
+        return OpenAICompatibleModel(cfg, target, model_fingerprint(cfg))
+
+    def check(self, cfg: ModelConfig, target: str) -> None:
+        self.load(cfg, target).close()  # parses the spec; no request is sent
+
+    def identity(self, cfg: ModelConfig, target: str) -> dict[str, Any]:
+        url, _, name = target.partition("#")
+        return {"api": {"url": url.rstrip("/"), "model": name}}
+
+
+SCHEMES.register("hf", HfScheme())
+SCHEMES.register("zoo", ZooScheme())
+SCHEMES.register("api", ApiScheme())
 
 
 def load_model(cfg: ModelConfig) -> Model:
@@ -173,8 +201,7 @@ def load_model(cfg: ModelConfig) -> Model:
     if scheme == "preset":
         preset = _preset(cfg)
         return load_model(cfg.model_copy(update={"spec": preset.spec}))
-    loader = SCHEMES.get(scheme)
-    return loader(cfg, target)
+    return SCHEMES.get(scheme).load(cfg, target)
 
 
 def check_spec(cfg: ModelConfig) -> None:
@@ -184,14 +211,8 @@ def check_spec(cfg: ModelConfig) -> None:
     scheme, target = _split(cfg.spec)
     if scheme == "preset":
         check_spec(cfg.model_copy(update={"spec": _preset(cfg).spec}))
-    elif scheme == "hf":
-        source, local = _hf_target(cfg, target)
-        if local:
-            _read_local_config(cfg, Path(source))
-    elif scheme == "zoo":
-        zoo_dir(target)
-    elif scheme == "api":
-        load_api(cfg, target).close()  # parses the spec; no request is sent
+    else:
+        SCHEMES.get(scheme).check(cfg, target)
 
 
 def model_fingerprint(cfg: ModelConfig) -> str:
@@ -211,21 +232,11 @@ def model_fingerprint(cfg: ModelConfig) -> str:
         parts["max_new_tokens"] = cfg.max_new_tokens
     if cfg.trust_remote_code:  # the checkpoint's own code runs instead of transformers' class
         parts["trust_remote_code"] = True
-    if scheme == "zoo":
-        parts["files"] = fp.dir_digest(zoo_dir(target))
-    elif scheme == "hf":
-        source, local = _hf_target(cfg, target)
-        if local:
-            parts["files"] = fp.dir_digest(Path(source))
-        else:
-            parts["hub"] = {"id": source, "revision": cfg.revision or "main"}
-    elif scheme == "api":
-        url, _, name = target.partition("#")
-        parts["api"] = {"url": url.rstrip("/"), "model": name}
-        parts.pop("dtype")  # a served model: neither is ours to set
+    chosen = SCHEMES.get(scheme)
+    parts.update(chosen.identity(cfg, target))
+    if chosen.served:  # a served model: neither is ours to set
+        parts.pop("dtype")
         parts.pop("trust_remote_code", None)
-    else:  # a plugin scheme: its target string is all we know without loading
-        parts["target"] = target
     return fp.combine(parts)
 
 

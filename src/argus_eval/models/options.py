@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from argus_eval.errors import ConfigError
+from argus_eval.registry import Registry
 
 
 class SchemeOptions(BaseModel):
@@ -32,6 +33,8 @@ class SchemeOptions(BaseModel):
     # Options that change how a model is called (timeouts, waits, concurrency, retries, where its key is
     # read from), never what it answers: changing one recomputes nothing.
     call_only: ClassVar[frozenset[str]] = frozenset()
+    # said after the valid options when a config names an unknown one
+    unknown_hint: ClassVar[str] = ""
 
 
 class ApiOptions(SchemeOptions):
@@ -59,6 +62,7 @@ class ApiOptions(SchemeOptions):
         default=8, ge=0, description="Retries of a throttled request (429, or 503 with Retry-After)."
     )
 
+    unknown_hint = " (an API key belongs in the environment variable named by api_key_env)"
     call_only = frozenset(
         {
             "concurrency",
@@ -94,16 +98,19 @@ class LocalOptions(SchemeOptions):
 
 
 # scheme -> its options model; a plugin scheme that registers none validates its own options.
-OPTIONS_BY_SCHEME: dict[str, type[SchemeOptions]] = {
-    "api": ApiOptions,
-    "hf": LocalOptions,
-    "zoo": LocalOptions,
-}
+SCHEME_OPTIONS: Registry[type[SchemeOptions]] = Registry("scheme options", base=SchemeOptions)
+SCHEME_OPTIONS.register("api", ApiOptions)
+SCHEME_OPTIONS.register("hf", LocalOptions)
+SCHEME_OPTIONS.register("zoo", LocalOptions)
 
 
 def register_options(scheme: str, options: type[SchemeOptions]) -> None:
     """Declare the options model of a (plugin) scheme, so that other options are rejected."""
-    OPTIONS_BY_SCHEME[scheme] = options
+    SCHEME_OPTIONS.register(scheme, options)
+
+
+def _options_of(scheme: str | None) -> type[SchemeOptions] | None:
+    return SCHEME_OPTIONS.get(scheme) if scheme is not None and scheme in SCHEME_OPTIONS else None
 
 
 def scheme_of(spec: str) -> str | None:
@@ -122,8 +129,7 @@ def scheme_of(spec: str) -> str | None:
 
 def call_only_options(spec: str) -> frozenset[str]:
     """The options of spec's scheme that stay out of its fingerprint (none for an unknown scheme)."""
-    scheme = scheme_of(spec)
-    model = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
+    model = _options_of(scheme_of(spec))
     return model.call_only if model is not None else frozenset()
 
 
@@ -131,7 +137,7 @@ def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
     """ConfigError naming the model and its unknown option keys (with the valid ones), or the option whose
     value has the wrong type or range."""
     scheme = scheme_of(spec)
-    model = OPTIONS_BY_SCHEME.get(scheme) if scheme is not None else None
+    model = _options_of(scheme)
     if model is None:
         return
     allowed = sorted(model.model_fields)
@@ -139,11 +145,9 @@ def check_options(name: str, spec: str, options: dict[str, Any]) -> None:
     if unknown:
         raise ConfigError(
             f"model {name!r}: unknown option(s) {', '.join(unknown)} for {scheme}: models; "
-            f"valid options: {', '.join(allowed) or 'none'}"
-            + (" (an API key belongs in the environment variable named by api_key_env)"
-               if scheme == "api" else ""),
+            f"valid options: {', '.join(allowed) or 'none'}{model.unknown_hint}",
             key=f"options.{unknown[0]}",
-        )  # fmt: skip
+        )
     try:
         model.model_validate(options)
     except ValidationError as e:

@@ -21,7 +21,7 @@ from typing import Any
 
 from argus_eval.errors import ModelLoadError
 from argus_eval.models.hf_common import LoadRequest, call_pretrained, hf_module
-from argus_eval.models.loading import ZOO_ROOT
+from argus_eval.models.zoo_store import CHECKPOINTS as ZOO_ROOT
 
 PROCESSOR_FILE = "processor_config.json"
 IMAGE_PROCESSOR_FILE = "preprocessor_config.json"  # the pre-v5 name; transformers still reads it

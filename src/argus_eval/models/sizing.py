@@ -23,8 +23,9 @@ import torch
 
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models.hf_common import hf_module
-from argus_eval.models.loading import DUAL_ENCODER_TYPES, _split, detect_family, zoo_dir
+from argus_eval.models.loading import DUAL_ENCODER_TYPES, _split, detect_family
 from argus_eval.models.presets import PRESETS, PUBLISHED
+from argus_eval.models.schemes import SCHEMES
 from argus_eval.registry import Registry
 
 
@@ -184,15 +185,13 @@ def read_config(spec: str) -> tuple[dict[str, Any], str]:
             )
         path = PUBLISHED / preset.config
         return _load_json(path, spec), f"{path} (published config of {preset.spec})"
-    if scheme == "zoo":
-        path = zoo_dir(target) / "config.json"
-    elif scheme == "hf" and Path(target).expanduser().is_dir():
-        path = Path(target).expanduser() / "config.json"
-    else:
+    d = SCHEMES.get(scheme).config_dir(target)
+    if d is None:
         raise ModelLoadError(
             f"model {spec!r}: sizing reads a local config.json (hf:DIR), a zoo model or a preset; "
             "put the checkpoint's config.json alone in a directory and pass hf:DIR"
         )
+    path = d / "config.json"
     return _load_json(path, spec), str(path)
 
 

@@ -23,6 +23,7 @@ from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
 from argus_eval.results_model.io import key_path
+from argus_eval.runner.execution import ExecutorOptions
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.tasks.base import TASKS, TaskOptions
 
@@ -100,12 +101,10 @@ class RunConfig(BaseModel):
     def resolve(self) -> RunSpec:
         """Every section in its owner's typed model: dataset formats, tasks, expanded conditions."""
         from argus_eval.perturb.conditions import expand_conditions
-        from argus_eval.runner.executors import EXECUTOR_OPTIONS, EXECUTORS
+        from argus_eval.runner.executors import EXECUTORS
         from argus_eval.tasks.registry import parse_tasks
 
-        EXECUTORS.get(self.executor)
-        if self.executor in EXECUTOR_OPTIONS:
-            EXECUTOR_OPTIONS.get(self.executor)(self.executor_options)
+        executor_options = EXECUTORS.get(self.executor).parse_options(self.executor, self.executor_options)
         _check_task_keys(self.models)  # at parse time, so the error names the config file
         return RunSpec(
             name=self.name,
@@ -117,7 +116,7 @@ class RunConfig(BaseModel):
             scoring=self.scoring,
             efficiency=self.efficiency,
             executor=self.executor,
-            executor_options=self.executor_options,
+            executor_options=executor_options,
             cache_dir=self.cache_dir,
             written=self,
         )
@@ -162,7 +161,8 @@ class RunSpec(BaseModel):
     scoring: ScoringOptions
     efficiency: EfficiencyConfig
     executor: str
-    executor_options: dict[str, Any]
+    # the executor's own options model (ExecutorOptions subclass), chosen through the executor registry
+    executor_options: ExecutorOptions
     cache_dir: Path | None
     written: RunConfig
 

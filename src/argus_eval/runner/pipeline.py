@@ -14,9 +14,11 @@ from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.secrets import redact, redact_text
 from argus_eval.models.spec import ModelConfig
+from argus_eval.registry import Registry
 from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.execution import ExecutionRequest
 from argus_eval.runner.executors import EXECUTORS
 from argus_eval.runner.local import LOAD_ERRORS, ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
@@ -155,8 +157,12 @@ def run(
             plan.retry_failed = retry_failed
             require_cells(plan)
             executor = EXECUTORS.get(cfg.executor)
+            Registry.freeze_loaded()  # under the console command: nothing registers while it runs
             t_exec = time.perf_counter()
-            stats = executor(plan, store, pool, cfg.seed, strict, quiet, None, cfg.executor_options)
+            request = ExecutionRequest(
+                plan, store, pool, cfg.seed, strict, quiet, options=cfg.executor_options
+            )
+            stats = executor(request)
             require_cells(plan)  # every cell may have been left out at run time (inputs missing)
             t_prof = time.perf_counter()
             # after every cell, so that all models are timed side by side, interleaved (profiling.py)

@@ -25,13 +25,13 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from argus_eval.errors import ArgusError, ConfigError, ExecutorError, StrictModeError
-from argus_eval.models.protocols import Model
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
-from argus_eval.runner.local import ExecStats, ModelLoader, ModelPool, batches, swap_partners
+from argus_eval.runner.execution import ExecutionRequest
+from argus_eval.runner.local import ExecStats, ModelLoader, batches, swap_partners
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.ray_cluster import check_resources, check_versions, connected
-from argus_eval.runner.ray_options import RayOptions, ResourceRequest, parse_options, request_for
+from argus_eval.runner.ray_options import RayOptions, ResourceRequest, request_for
 from argus_eval.runner.ray_worker import ModelWorker, ShardResult
 from argus_eval.runner.stamps import input_stamps, pending
 from argus_eval.runner.store import Store
@@ -231,18 +231,13 @@ def _label(m: ModelConfig, models: list[ModelConfig]) -> str:
     return f"{m.name} ({redact_text(m.spec)})" if several else m.name
 
 
-def ray_executor(
-    plan: Plan,
-    store: Store,
-    pool: ModelPool,
-    run_seed: int,
-    strict: bool,
-    quiet: bool,
-    on_model_done: Callable[[ModelConfig, Model], None] | None,
-    options: Mapping[str, Any],
-) -> ExecStats:
+def ray_executor(request: ExecutionRequest) -> ExecStats:
     """Run the plan's missing batches on a Ray cluster (see the module docstring)."""
-    opts = parse_options(dict(options))
+    plan, store, pool, run_seed = request.plan, request.store, request.pool, request.run_seed
+    strict, quiet = request.strict, request.quiet
+    opts = request.options
+    if not isinstance(opts, RayOptions):  # the registry's entry parsed them with this model
+        raise TypeError(f"the Ray executor takes RayOptions, not {type(opts).__name__}")
     names = {c.model.name for c in plan.cells}
     unknown = sorted(set(opts.models) - names)
     if unknown:

@@ -1,6 +1,7 @@
 """Options of the Ray executor (the run config's `executor_options` when `executor: ray`).
 
-Every option has a default that runs on one machine; unknown keys are a ConfigError naming the key.
+Every option has a default that runs on one machine; unknown keys are a ConfigError naming the key
+(``ExecutorEntry.parse_options``, runner/executors.py).
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from argus_eval.errors import ConfigError
 from argus_eval.models.spec import ModelConfig
+from argus_eval.runner.execution import ExecutorOptions
 
 
 class ModelResources(BaseModel):
@@ -27,10 +28,8 @@ class ModelResources(BaseModel):
     memory_gb: StrictFloat | None = Field(default=None, gt=0)
 
 
-class RayOptions(BaseModel):
+class RayOptions(ExecutorOptions):
     """How a plan is spread over a Ray cluster."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str | None = Field(
         default=None, description="None: start a local cluster; 'auto', 'HOST:PORT' or 'ray://HOST:PORT'."
@@ -86,18 +85,6 @@ class ResourceRequest:
         """Ray resource names and amounts one actor needs (zero requests left out)."""
         out = {"CPU": self.cpus, "GPU": self.gpus, "memory": float(self.memory_bytes or 0)}
         return {k: v for k, v in out.items() if v > 0}
-
-
-def parse_options(raw: dict[str, Any]) -> RayOptions:
-    """Validate executor_options; ConfigError names the offending key."""
-    try:
-        opts = RayOptions.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        raise ConfigError(f"executor_options.{loc}: {what} (executor ray)") from None
-    return opts
 
 
 def request_for(opts: RayOptions, model: ModelConfig, cluster_has_gpu: bool) -> ResourceRequest:

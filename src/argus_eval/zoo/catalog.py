@@ -1,86 +1,35 @@
-"""What the zoo holds: checkpoints shipped in the package, described by zoo/manifest.json.
+"""What the zoo holds, for the zoo's own commands: writing its manifest, its sizes and its listing.
 
-The manifest records, per model, its family, capabilities, the sha256 of every checkpoint file, how
-it was trained and what it scored on held-out data. verify_checkpoint checks a directory against it.
+Reading the manifest and checking a checkpoint against it belong to the model wing
+(``models/zoo_store.py``), which loading a ``zoo:`` model needs; they are named here too, so that the
+zoo's commands and training code read one module.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from argus_eval.errors import CheckpointError
+from argus_eval.models import zoo_store
+from argus_eval.models.zoo_store import checkpoint_files, read_manifest, sha256_file, verify_checkpoint
 
-ZOO_DIR = Path(__file__).resolve().parent
-MANIFEST = ZOO_DIR / "manifest.json"
-CHECKPOINTS = ZOO_DIR / "checkpoints"
-
-
-def read_manifest() -> dict[str, Any]:
-    """The manifest (name -> family, capabilities, file hashes, training config), or {} if none ships."""
-    if not MANIFEST.is_file():
-        return {}
-    data: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
-    return data
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def checkpoint_files(d: Path) -> dict[str, str]:
-    """{relative posix path: sha256} of every file in a checkpoint directory (hidden files excluded)."""
-    out: dict[str, str] = {}
-    for p in sorted(d.rglob("*")):
-        rel = p.relative_to(d)
-        if p.is_file() and not any(part.startswith(".") for part in rel.parts):
-            out[rel.as_posix()] = sha256_file(p)
-    return out
-
-
-def _retrain_hint(name: str) -> str:
-    return f"run `argus zoo train {name}` to rebuild it"
-
-
-def verify_checkpoint(name: str, root: Path | None = None) -> Path:
-    """The checkpoint directory of zoo model `name`, after checking every file against the manifest.
-
-    Raises CheckpointError naming the model and the missing or tampered file, with the
-    command that rebuilds it.
-    """
-    entry = read_manifest().get("models", {}).get(name)
-    if entry is None:
-        known = ", ".join(sorted(read_manifest().get("models", {}))) or "none"
-        raise CheckpointError(f"zoo model {name!r} is not in {MANIFEST} (zoo models: {known})")
-    d = (root or CHECKPOINTS) / name
-    if not d.is_dir():
-        raise CheckpointError(
-            f"zoo model {name!r}: checkpoint directory {d} is missing; {_retrain_hint(name)}"
-        )
-    for rel, expected in sorted(entry.get("files", {}).items()):
-        f = d / rel
-        if not f.is_file():
-            raise CheckpointError(f"zoo model {name!r}: file {f} is missing; {_retrain_hint(name)}")
-        if sha256_file(f) != expected:
-            raise CheckpointError(
-                f"zoo model {name!r}: file {f} does not match its manifest sha256 (modified or corrupt); "
-                f"{_retrain_hint(name)}"
-            )
-    return d
+__all__ = [
+    "checkpoint_files",
+    "describe_zoo",
+    "dir_size",
+    "read_manifest",
+    "sha256_file",
+    "verify_checkpoint",
+    "write_entry",
+]
 
 
 def write_entry(name: str, entry: dict[str, Any]) -> None:
     """Insert or replace one model's manifest entry (other models' entries are kept)."""
     data = read_manifest() or {"models": {}}
     data.setdefault("models", {})[name] = entry
-    MANIFEST.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    zoo_store.MANIFEST.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def dir_size(d: Path) -> int:

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from argus_eval.models import zoo_store
+from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.outputs import prepare_out_dir, writing
-from argus_eval.zoo import catalog
-from argus_eval.zoo.catalog import CHECKPOINTS, checkpoint_files, dir_size, write_entry
+from argus_eval.zoo.catalog import checkpoint_files, dir_size, write_entry
 from argus_eval.zoo.measure import measure
 from argus_eval.zoo.recipes import RECIPES
 from argus_eval.zoo.training.recipe import Log
@@ -54,7 +55,7 @@ def build(
     home = CHECKPOINTS if install else out_dir
     if install:
         writable(CHECKPOINTS)
-        writable(catalog.MANIFEST.parent)
+        writable(zoo_store.MANIFEST.parent)
     import torch
 
     staging = home / f".{name}.staging"

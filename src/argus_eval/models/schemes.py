@@ -1,0 +1,58 @@
+"""Spec schemes: what the text before ``:`` in a model spec chooses (``hf:``, ``zoo:``, ``api:``, plugins).
+
+A scheme is one object that owns everything the loader asks about its specs, so no code tests a scheme's
+name: how to load one, how to check one without loading weights, what identifies its answers (its part
+of the model fingerprint) and where its config.json lies for sizing on the meta device. The built-in
+schemes live in ``models/loading.py``; a plugin registers a ``Scheme`` through the ``argus_eval.models``
+entry-point group (or ``SCHEMES.register``), and a registered object of any other type is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from argus_eval.models.protocols import Model
+from argus_eval.models.spec import ModelConfig
+from argus_eval.registry import Registry
+
+
+class Scheme:
+    """Base of every spec scheme: ``load`` is required, the rest has a default a plugin may keep."""
+
+    # a served model: its dtype and remote code are the server's, so they stay out of its fingerprint
+    served = False
+
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        """The adapter for ``scheme:target`` (ModelLoadError naming the spec when impossible)."""
+        raise NotImplementedError
+
+    def check(self, cfg: ModelConfig, target: str) -> None:
+        """ModelLoadError when target names nothing loadable, found without loading weights."""
+        del cfg, target  # a plugin scheme that checks nothing finds its errors when loading
+
+    def identity(self, cfg: ModelConfig, target: str) -> dict[str, Any]:
+        """What identifies the answers of ``scheme:target`` besides the shared settings (fingerprint
+        parts): by default the target string, all that is known without loading."""
+        del cfg
+        return {"target": target}
+
+    def config_dir(self, target: str) -> Path | None:
+        """The local directory holding the checkpoint's config.json, or None when it has none here."""
+        del target
+        return None
+
+
+class LoaderScheme(Scheme):
+    """A scheme made from a bare loading function (``load(cfg, target) -> Model``), for plugins that
+    need nothing else."""
+
+    def __init__(self, loader: Callable[[ModelConfig, str], Model]) -> None:
+        self._loader = loader
+
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        return self._loader(cfg, target)
+
+
+SCHEMES: Registry[Scheme] = Registry("model scheme", entry_point_group="argus_eval.models", base=Scheme)

@@ -1,0 +1,93 @@
+"""Where the zoo's checkpoints are and whether they are intact: what loading a ``zoo:NAME`` spec reads.
+
+The checkpoints and their manifest (``zoo/manifest.json``: per model its family, capabilities, the
+sha256 of every checkpoint file, how it was trained and what it scored) ship as package data beside the
+zoo wing; the model wing owns reading them, so that loading a zoo model imports nothing above
+``models/``. Writing the manifest, training and measuring stay in ``zoo/`` (``zoo/catalog.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from argus_eval.errors import CheckpointError, ModelLoadError
+
+# package data, not code: the zoo wing's folder holds the shipped files
+ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"
+MANIFEST = ZOO_DIR / "manifest.json"
+CHECKPOINTS = ZOO_DIR / "checkpoints"
+
+
+def read_manifest() -> dict[str, Any]:
+    """The manifest (name -> family, capabilities, file hashes, training config), or {} if none ships."""
+    if not MANIFEST.is_file():
+        return {}
+    data: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    return data
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def checkpoint_files(d: Path) -> dict[str, str]:
+    """{relative posix path: sha256} of every file in a checkpoint directory (hidden files excluded)."""
+    out: dict[str, str] = {}
+    for p in sorted(d.rglob("*")):
+        rel = p.relative_to(d)
+        if p.is_file() and not any(part.startswith(".") for part in rel.parts):
+            out[rel.as_posix()] = sha256_file(p)
+    return out
+
+
+def _retrain_hint(name: str) -> str:
+    return f"run `argus zoo train {name}` to rebuild it"
+
+
+def verify_checkpoint(name: str, root: Path | None = None) -> Path:
+    """The checkpoint directory of zoo model `name`, after checking every file against the manifest.
+
+    Raises CheckpointError naming the model and the missing or tampered file, with the
+    command that rebuilds it.
+    """
+    entry = read_manifest().get("models", {}).get(name)
+    if entry is None:
+        known = ", ".join(sorted(read_manifest().get("models", {}))) or "none"
+        raise CheckpointError(f"zoo model {name!r} is not in {MANIFEST} (zoo models: {known})")
+    d = (root or CHECKPOINTS) / name
+    if not d.is_dir():
+        raise CheckpointError(
+            f"zoo model {name!r}: checkpoint directory {d} is missing; {_retrain_hint(name)}"
+        )
+    for rel, expected in sorted(entry.get("files", {}).items()):
+        f = d / rel
+        if not f.is_file():
+            raise CheckpointError(f"zoo model {name!r}: file {f} is missing; {_retrain_hint(name)}")
+        if sha256_file(f) != expected:
+            raise CheckpointError(
+                f"zoo model {name!r}: file {f} does not match its manifest sha256 (modified or corrupt); "
+                f"{_retrain_hint(name)}"
+            )
+    return d
+
+
+def zoo_dir(name: str) -> Path:
+    """Directory of a built-in zoo checkpoint, checked against the manifest when it is listed there;
+    ModelLoadError telling how to build it when it is missing."""
+    if name in read_manifest().get("models", {}):
+        return verify_checkpoint(name)
+    d = CHECKPOINTS / name
+    if not (d / "config.json").is_file():
+        raise ModelLoadError(
+            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it",
+            key="spec",
+        )
+    return d

@@ -1,0 +1,96 @@
+"""The Registry's own rules: a registry with a base type refuses an entry of another type (registered,
+lazy or from a plugin's entry point), and a frozen registry refuses changes; the console command freezes
+the registries that take plugins once they are loaded, and only while it runs."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+import pytest
+
+from argus_eval import registry as registry_module
+from argus_eval.errors import RegistryError, UnknownNameError
+from argus_eval.registry import Registry
+
+
+class Shape:
+    """A base type for these tests."""
+
+
+class Square(Shape):
+    pass
+
+
+def _plugins(monkeypatch: pytest.MonkeyPatch, group: str, **entries: str) -> None:
+    """Entry points of group, as an installed distribution would declare them."""
+    eps = [metadata.EntryPoint(name, value, group) for name, value in entries.items()]
+
+    def entry_points(*, group: str | None = None) -> list[metadata.EntryPoint]:
+        return [e for e in eps if e.group == group]
+
+    monkeypatch.setattr(registry_module.metadata, "entry_points", entry_points)
+
+
+def test_a_registered_object_of_the_wrong_type_is_refused() -> None:
+    shapes: Registry[Shape] = Registry("shape", base=Shape)
+    shapes.register("square", Square())
+    with pytest.raises(RegistryError, match=r"shape 'circle' \(registered\) is a int, not a Shape"):
+        shapes.register("circle", 3)  # type: ignore[arg-type]
+    assert shapes.names() == ["square"]
+    classes: Registry[type[Shape]] = Registry("shape class", base=Shape)
+    classes.register("square", Square)  # a class entry: a subclass of the base
+    with pytest.raises(RegistryError, match=r"is a type, not a Shape"):
+        classes.register("int", int)  # type: ignore[arg-type]
+
+
+def test_a_lazy_entry_is_checked_when_it_is_imported() -> None:
+    shapes: Registry[Shape] = Registry("shape", base=Shape)
+    shapes.register("path", "pathlib:Path")  # importing nothing yet
+    with pytest.raises(RegistryError, match=r"shape 'path' \(pathlib:Path\) is a type, not a Shape"):
+        shapes.get("path")
+    shapes.register("square", f"{__name__}:Square")
+    assert shapes.get("square") is Square
+
+
+def test_a_plugin_of_the_wrong_type_fails_naming_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plugins(monkeypatch, "argus_eval.test_shapes", good=f"{__name__}:Square", bad="os.path:join")
+    shapes: Registry[type[Shape]] = Registry("shape", entry_point_group="argus_eval.test_shapes", base=Shape)
+    assert shapes.names() == ["bad", "good"]
+    assert shapes.get("good") is Square
+    with pytest.raises(RegistryError, match=r"shape 'bad' \(os.path:join\) is a function, not a Shape"):
+        shapes.get("bad")
+
+
+def test_a_frozen_registry_refuses_changes_and_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plugins(monkeypatch, "argus_eval.test_shapes", plugin=f"{__name__}:Square")
+    shapes: Registry[type[Shape]] = Registry("shape", entry_point_group="argus_eval.test_shapes")
+    shapes.register("square", Square)
+    shapes.freeze()  # loads the entry points first
+    assert shapes.frozen and shapes.names() == ["plugin", "square"]
+    with pytest.raises(RegistryError, match=r"shape registry is frozen .* cannot change 'circle'"):
+        shapes.register("circle", Square)
+    with pytest.raises(RegistryError, match="cannot change 'square'"):
+        shapes.unregister("square")
+    assert shapes.get("plugin") is Square
+    with pytest.raises(UnknownNameError, match="unknown shape 'circle'"):
+        shapes.get("circle")
+
+
+def test_the_console_command_freezes_loaded_plugin_registries_only_while_it_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _plugins(monkeypatch, "argus_eval.test_shapes")
+    loaded: Registry[type[Shape]] = Registry("shape", entry_point_group="argus_eval.test_shapes")
+    unread: Registry[type[Shape]] = Registry("unread shape", entry_point_group="argus_eval.test_shapes")
+    built_in: Registry[type[Shape]] = Registry("built-in shape")
+    assert "x" not in loaded and "x" not in built_in  # their first lookups: plugins loaded
+    Registry.freeze_loaded()  # outside the console command: nothing happens
+    loaded.register("square", Square)
+    with Registry.freezing():
+        Registry.freeze_loaded()  # what a planned run does
+        with pytest.raises(RegistryError, match="shape registry is frozen"):
+            loaded.register("late", Square)
+        unread.register("square", Square)  # no plugin of it was loaded: nothing to protect yet
+        built_in.register("square", Square)  # a registry no plugin can reach stays open
+    loaded.register("late", Square)  # open again once the command is done
+    assert loaded.names() == ["late", "square"]
