@@ -8,6 +8,7 @@ import json
 from argus_eval.report import tables
 from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.failure_tables import failure_tables
+from argus_eval.report.judge_tables import judge_tables
 from argus_eval.report.tables import Table
 from argus_eval.results_model import Results
 
@@ -49,7 +50,12 @@ def render_summary(results: Results) -> str:
     lines = [f"# ARGUS-EVAL summary: {md_text(results.manifest.run_name)}", ""]
     if results.gap.sentence:
         lines += [f"**Capability-reliability gap:** {md_text(results.gap.sentence)}", ""]
-    for t in [*tables.all_tables(results), *comparison_tables(results), *failure_tables(results)]:
+    for t in [
+        *tables.all_tables(results),
+        *comparison_tables(results),
+        *failure_tables(results),
+        *judge_tables(results),
+    ]:
         lines += md_table(t)
     if results.notes:
         lines += ["## Notes", "", *[f"- {md_text(n)}" for n in results.notes], ""]
