@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +22,7 @@ class ServerState:
     answer_chars: int = 0  # pad answers to at least this many characters
     fail_prompt: str | None = None  # always HTTP 500 for this prompt
     fail_every: int = 0  # HTTP 500 for every n-th request (0: never); deterministic with one client thread
+    answer: Callable[[str], str] | None = None  # the reply text for a prompt (e.g. a judge's verdict)
     requests: int = 0
     hits: dict[str, list[float]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -43,6 +44,9 @@ class ServerState:
             return 500, {}, b'{"error": "overloaded, try again"}'
         if self.retry_after is not None and first:
             return 429, {"Retry-After": self.retry_after}, b'{"error": "slow down"}'
+        if self.answer is not None:
+            payload = {"choices": [{"message": {"role": "assistant", "content": self.answer(prompt)}}]}
+            return 200, {}, json.dumps(payload).encode()
         # A careless server: the answer echoes the request's Authorization header.
         text = f"a shape seen by {auth} in {body['max_tokens']} tokens"
         text += " and" * max(0, (self.answer_chars - len(text)) // 4)

@@ -190,7 +190,8 @@ def _gallery_section(g: Gallery, opts: HtmlOptions) -> str:
 def _judge_section(results: Results) -> list[tuple[str, str, str]]:
     """The judges and the judged scores beside the exact-match ones; no section without a judge."""
     tabs = judge_tables(results)
-    return [("judges", "Judged scores", "".join(table_html(t) for t in tabs))] if tabs else []
+    body = "".join(f"<h3>{esc(t.title)}</h3>" + table_html(t) for t in tabs)
+    return [("judges", "Judges", body)] if tabs else []
 
 
 def render_html(results: Results, samples_path: Path, options: HtmlOptions | None = None) -> str:

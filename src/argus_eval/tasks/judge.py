@@ -67,6 +67,9 @@ class JudgeOptions(BaseModel):
     )
     device: Device = "auto"
     batch_size: StrictInt = Field(default=8, ge=1)
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="The judge model's own options (an api: judge's api_key_env, ...)."
+    )
 
     @field_validator("prompt")
     @classmethod
@@ -85,7 +88,11 @@ class JudgeOptions(BaseModel):
     def config(self) -> ModelConfig:
         """How the runner's model pool loads the judge."""
         return ModelConfig(
-            name=f"judge={self.model}", spec=self.model, device=self.device, batch_size=self.batch_size
+            name=f"judge={self.model}",
+            spec=self.model,
+            device=self.device,
+            batch_size=self.batch_size,
+            options=self.options,
         )
 
     @property
