@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from api_server import ServerState, serve
-from model_fixtures import tiny_dir
 from argus_eval.commands.run_cmd import EXIT_FAILED_SAMPLES, exit_status
 from argus_eval.errors import ConfigError
 from argus_eval.report.build import write_reports
@@ -23,6 +22,7 @@ from argus_eval.runner.store import Store
 from argus_eval.tasks.base import CellResult, mean_finish
 from argus_eval.tasks.judge import JudgeOptions, parse_verdict, with_judge
 from argus_eval.tasks.reasoning import ReasoningOptions, ReasoningTask
+from model_fixtures import tiny_dir
 
 WORDS = {"yes": 1.0, "correct": 1.0, "true": 1.0, "right": 1.0, "no": 0.0, "incorrect": 0.0, "false": 0.0,
          "wrong": 0.0}  # fmt: skip
@@ -117,7 +117,7 @@ def _config(judge: dict[str, Any], n_images: int = 3) -> dict[str, Any]:
                 "train_images": 6,
                 "questions_per_image": 2,
             }
-        ],  # fmt: skip
+        ],
         "tasks": [{"name": "reasoning", "judge": {"device": "cpu", **judge}}],
         "perturbations": [],
         "scoring": {"resamples": 30},
