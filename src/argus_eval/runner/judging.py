@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from argus_eval.data.types import Sample, fingerprint_of
 from argus_eval.errors import (
@@ -28,18 +28,14 @@ from argus_eval.errors import (
 from argus_eval.models.protocols import GENERATE, Generator, generates
 from argus_eval.models.secrets import redact_text
 from argus_eval.perturb.conditions import CLEAN
-from argus_eval.results_model.judges import Judge, JudgeParse
 from argus_eval.runner.images import ImageCache
 from argus_eval.runner.local import LOAD_ERRORS, ModelPool
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
-from argus_eval.tasks.base import Task, TaskOptions
+from argus_eval.tasks.base import TaskOptions
 from argus_eval.tasks.judge import VERDICT, Judged, JudgeItem, JudgeSetup, parse_verdict
 from argus_eval.tasks.records import Record
-
-if TYPE_CHECKING:  # runner/score.py imports this module to merge verdicts
-    from argus_eval.runner.score import ScoredCell
 
 
 @dataclass
@@ -223,25 +219,3 @@ def apply_judgments(
             ok[s.sample_id].output = {**(ok[s.sample_id].output or {}), VERDICT: (v.output or {})["verdict"]}
             continue
         del ok[s.sample_id]
-
-
-def judged_task(task: Task) -> bool:
-    """Whether a task's options name a judge."""
-    return getattr(task.options, "judge", None) is not None
-
-
-def judges_block(plan: Plan, scored: Sequence[ScoredCell]) -> list[Judge]:
-    """results.json's judges: each judged task's judge, and the answers it judged and failed on."""
-    out = []
-    for task, setup in sorted(plan.judges.items()):
-        opts = setup.options
-        cells = [s for s in scored if s.cell.task.name == task]
-        judged = sum(len(s.result.sample_ids) for s in cells if s.result is not None)
-        failed = sum(1 for s in cells for why in s.failures.values() if why.startswith("judge: "))
-        out.append(
-            Judge(task=task, model=redact_text(opts.model), fingerprint=setup.fingerprint,
-                  model_fingerprint=setup.model_fingerprint, template_hash=opts.template_hash,
-                  parse=JudgeParse(**opts.parse_settings()), primary=opts.primary, judged=judged,
-                  failed=failed)
-        )  # fmt: skip
-    return out

@@ -18,7 +18,8 @@ from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.executors import EXECUTORS
-from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups, judges_block
+from argus_eval.runner.judge_results import judges_block
+from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups
 from argus_eval.runner.local import LOAD_ERRORS, ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.outputs import prepare_out_dir, writing
