@@ -216,3 +216,32 @@ def test_a_loopback_server_as_judge_and_its_failed_calls_are_retried(tmp_path: P
         assert log2["calls"] == len(lost) and log2["reused"] == n - len(lost)  # only the failed calls
         assert res2["failures"]["models"]["clip"]["failed"] == 0
         assert again.stats.records_written == 0
+
+
+def test_a_judged_captioning_cell_keeps_its_coco_score_primary(tmp_path: Path) -> None:
+    """Beside the COCO metrics, never instead: the same answers score the same primary with or without
+    the judge, and the judged score sits beside it."""
+    cfg = _config({}, n_images=3)
+    fast = ["Bleu_4", "ROUGE_L", "CIDEr"]  # METEOR would start a Java process per scoring
+    cfg["tasks"] = [{"name": "captioning", "metrics": fast}]
+    out = tmp_path / "run"
+    plain = run(parse_config({**cfg, "cache_dir": str(tmp_path / "cache")}, "plain.yaml"), out, quiet=True)
+    before = json.loads((out / "results.json").read_text())
+    assert "judges" not in before and "judge" not in json.loads((out / "run_log.json").read_text())
+    verdicts = iter(["Yes", "no", "maybe"] * 10)
+    with serve(ServerState(answer=lambda _: next(verdicts))) as url:
+        judge = {"model": f"api:{url}#judge", "options": {"concurrency": 1}, "device": "cpu"}
+        cfg["tasks"] = [{"name": "captioning", "metrics": fast, "judge": judge}]
+        judged, after, log = _run(cfg, out, tmp_path)
+    n = len(plain.plan.cells[0].samples)
+    assert judged.stats.records_written == 0 and log["calls"] == n  # the captions are reused, then judged
+    (c0,), (c1,) = before["cells"], after["cells"]
+    kept = {s["sample_id"] for s in map(json.loads, (out / "samples.jsonl").read_text().splitlines())
+            if s["prediction"] is not None}  # fmt: skip
+    assert c1["failed"] == n - len(kept) == n // 3  # every third verdict ("maybe") does not parse
+    assert c1["metrics"]["judge"] == pytest.approx(0.5)  # yes, no, yes, no ... over the parsed ones
+    assert {k: v for k, v in c1["metrics"].items() if k not in {"judge", "coco"}}.keys() == c0[
+        "metrics"
+    ].keys()
+    assert after["judges"][0]["primary"] == "exact_match"
+    assert after["scorecard_cells"][0]["extras"]["judge"]["score"] == pytest.approx(0.5)
