@@ -245,3 +245,27 @@ def test_a_judged_captioning_cell_keeps_its_coco_score_primary(tmp_path: Path) -
     ].keys()
     assert after["judges"][0]["primary"] == "exact_match"
     assert after["scorecard_cells"][0]["extras"]["judge"]["score"] == pytest.approx(0.5)
+
+
+def test_a_judge_that_cannot_judge_is_named(tmp_path: Path) -> None:
+    """A judge model that does not exist, or that does not generate, is one ConfigError naming it; a
+    judge server that is down fails every judged sample, counted and retried on the next run."""
+    missing = _config({"model": f"hf:{tmp_path / 'nowhere'}"})
+    with pytest.raises(ConfigError, match=r"tasks\[0\] \(reasoning\): judge.model 'hf:.*nowhere'"):
+        _run(missing, tmp_path / "a", tmp_path)
+    with pytest.raises(
+        ConfigError, match=re.escape("judge.model='zoo:clip' offers embed, score_pairs, not generate")
+    ):
+        _run(_config({"model": "zoo:clip"}), tmp_path / "b", tmp_path)
+    state = ServerState(up=False)
+    with serve(state) as url:
+        cfg = _config({"model": f"api:{url}#judge", "options": {"max_retries": 0, "backoff_s": 0.0}})
+        outcome, res, log = _run(cfg, tmp_path / "c", tmp_path)
+        n = len(outcome.plan.cells[0].samples)
+        assert log["failed"] == n and res["failures"]["models"]["clip"]["failed"] == n
+        assert res["cells"][0]["primary"] is None and res["judges"][0]["failed"] == n
+        state.up = True
+        state.answer = lambda _: "yes"
+        _, res2, log2 = _run(cfg, tmp_path / "c", tmp_path)
+        assert log2["calls"] == n and res2["failures"]["models"]["clip"]["failed"] == 0
+        assert res2["cells"][0]["metrics"]["judge"] == 1.0
