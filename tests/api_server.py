@@ -7,7 +7,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +27,7 @@ class ServerState:
     throttle_wait: str = "0.05"  # the Retry-After of those 429s
     usage: bool = False  # report token usage (words of the prompt and of the answer) with each answer
     delay_s: float = 0.0  # answer after this long (so that requests overlap)
+    answer: Callable[[str], str] | None = None  # the reply text for a prompt (e.g. a judge's verdict)
     requests: int = 0
     hits: dict[str, list[float]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -69,10 +70,12 @@ class ServerState:
             return 429, {"Retry-After": self.retry_after}, b'{"error": "slow down"}'
         if throttle:
             return 429, {"Retry-After": self.throttle_wait}, b'{"error": "rate limited"}'
-        # A careless server: the answer echoes the request's Authorization header.
-        cap = body.get("max_tokens", body.get("max_completion_tokens"))
-        text = f"a shape seen by {auth} in {cap} tokens"
-        text += " and" * max(0, (self.answer_chars - len(text)) // 4)
+        if self.answer is not None:
+            text = self.answer(prompt)
+        else:  # a careless server: the answer echoes the request's Authorization header
+            cap = body.get("max_tokens", body.get("max_completion_tokens"))
+            text = f"a shape seen by {auth} in {cap} tokens"
+            text += " and" * max(0, (self.answer_chars - len(text)) // 4)
         payload: dict[str, Any] = {"choices": [{"message": {"role": "assistant", "content": text}}]}
         if self.usage:
             used = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}

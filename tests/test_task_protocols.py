@@ -209,10 +209,11 @@ def test_names_native_flags_and_descriptions_are_the_stored_ones() -> None:
     ],
 )
 def test_request_hash_is_the_documented_recipe(task: Task, caps: set[str], name: str) -> None:
-    """request hash = fingerprint_of(task name, protocol name, options as JSON): the store's key part."""
+    """request hash = fingerprint_of(task name, protocol name, options as JSON but a judge, which scores
+    answers without changing them): the store's key part."""
     protocol = task.choose_protocol(fake_info(*caps))
     assert protocol.name == name
-    options = task.options.model_dump(mode="json")
+    options = {k: v for k, v in task.options.model_dump(mode="json").items() if k != "judge"}
     assert task.request_hash(protocol) == fingerprint_of(task.name, name, options)
 
 

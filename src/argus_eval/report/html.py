@@ -24,6 +24,7 @@ from argus_eval.report import fmt, tables
 from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.failure_tables import failure_tables
 from argus_eval.report.gallery import Gallery, build_gallery
+from argus_eval.report.judge_tables import judge_tables
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.tables import Table
 from argus_eval.report.usage_table import usage_tables
@@ -187,6 +188,13 @@ def _gallery_section(g: Gallery, opts: HtmlOptions) -> str:
     )
 
 
+def _judge_section(results: Results) -> list[tuple[str, str, str]]:
+    """The judges and the judged scores beside the exact-match ones; no section without a judge."""
+    tabs = judge_tables(results)
+    body = "".join(f"<h3>{esc(t.title)}</h3>" + table_html(t) for t in tabs)
+    return [("judges", "Judges", body)] if tabs else []
+
+
 def render_html(results: Results, samples_path: Path, options: HtmlOptions | None = None) -> str:
     """The whole page as one string."""
     opts = options or HtmlOptions()
@@ -229,6 +237,7 @@ def render_html(results: Results, samples_path: Path, options: HtmlOptions | Non
             + table_html(t["pairwise-P"])
             + table_html(t["claims"]),
         ),
+        *_judge_section(results),
         ("coverage", "Coverage", table_html(t["coverage"])),
         (
             "consistency",

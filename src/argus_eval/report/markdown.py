@@ -8,6 +8,7 @@ import json
 from argus_eval.report import tables
 from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.failure_tables import failure_tables
+from argus_eval.report.judge_tables import judge_tables
 from argus_eval.report.tables import Table
 from argus_eval.report.usage_table import usage_tables
 from argus_eval.results_model import Results
@@ -55,6 +56,7 @@ def render_summary(results: Results) -> str:
         *comparison_tables(results),
         *failure_tables(results),
         *usage_tables(results),
+        *judge_tables(results),
     ]:
         lines += md_table(t)
     if results.notes:

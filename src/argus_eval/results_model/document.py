@@ -10,6 +10,7 @@ from pydantic import Field
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import EfficiencyBlock, Timing
 from argus_eval.results_model.failures import Failures
+from argus_eval.results_model.judges import Judge
 from argus_eval.results_model.manifest import Manifest
 from argus_eval.results_model.reliance import Reliance
 from argus_eval.results_model.scorecard import ScorecardPart
@@ -31,6 +32,7 @@ class Results(ScorecardPart):
     manifest: Manifest
     notes: list[str]
     failures: Failures | None = None  # absent from files written before it was recorded
+    judges: list[Judge] | None = None  # absent when no task names a judge (results_model/judges.py)
 
     def profile(self, model: str) -> EfficiencyBlock | None:
         """A model's efficiency profile: the run's top-level record, else the copy in its row."""

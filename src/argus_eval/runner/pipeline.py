@@ -20,6 +20,8 @@ from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.execution import ExecutionRequest
 from argus_eval.runner.executors import EXECUTORS
+from argus_eval.runner.judge_results import judges_block
+from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups
 from argus_eval.runner.local import LOAD_ERRORS, ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.outputs import prepare_out_dir, writing
@@ -105,6 +107,7 @@ def plan_run(cfg: RunSpec, store: Store, pool: ModelPool, strict: bool = False) 
 
     plan = build_plan(cfg.models, fingerprint, info, tasks, datasets, conditions, unavailable=failed)
     plan.not_loaded = not_loaded
+    plan.judges = judge_setups(cfg.tasks, fingerprint)
     return plan
 
 
@@ -164,6 +167,7 @@ def run(
             )
             stats = executor(request)
             require_cells(plan)  # every cell may have been left out at run time (inputs missing)
+            judged = judge_plan(plan, store, pool, cfg.seed, strict) if plan.judges else JudgeStats()
             t_prof = time.perf_counter()
             # after every cell, so that all models are timed side by side, interleaved (profiling.py)
             profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else Profiles()
@@ -203,6 +207,7 @@ def run(
         plan.not_loaded,
         plan.not_run,
         skip_notes(plan.datasets),
+        judges_block(plan, scored),
     )
     text = results_text(results)
     with writing(out_dir / "results.json"):
@@ -224,6 +229,7 @@ def run(
         "answers_cut": stats.answers_cut,
         "regions_padded": stats.regions_padded,
         "samples_jsonl_lines": n_samples,
+        **({"judge": judged.to_json()} if plan.judges else {}),
     }
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
         log["served"] = stats.call_logs

@@ -13,6 +13,7 @@ from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
 from argus_eval.tasks.base import ProtocolChoice, Task
+from argus_eval.tasks.judge import JudgeSetup
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Plan:
     not_run: list[dict[str, Any]] = field(default_factory=list)
     # Every dataset of the run (cells or not), for its skipped records (skipped.jsonl and the notes).
     datasets: list[Dataset] = field(default_factory=list)
+    # task name -> the judge scoring its answers beside its own metric (runner/judging.py)
+    judges: dict[str, JudgeSetup] = field(default_factory=dict)
 
     def leave_out(self, cell: Cell, reason: str) -> None:
         """Drop a cell the task found it cannot run (its inputs are missing) and name it in skipped."""

@@ -14,6 +14,7 @@ from argus_eval.results_model import SCHEMA, Results
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import LeftOut, Projection, TaskTimingBlock, Timing, TimingNoise
 from argus_eval.results_model.failures import Failures
+from argus_eval.results_model.judges import Judge
 from argus_eval.results_model.manifest import Manifest
 from argus_eval.results_model.reliance import BlindBaseline, Reliance
 from argus_eval.results_model.scorecard import ScorecardPart
@@ -162,6 +163,7 @@ def build_results(
     not_loaded: Sequence[dict[str, str]] = (),
     not_run: Sequence[dict[str, Any]] = (),
     input_notes: Sequence[str] = (),
+    judges: Sequence[Judge] = (),
 ) -> Results:
     """Everything a report needs, with deterministic content for the same inputs. timing: the timing
     block when the run timed its models (None without efficiency); manifest: what ran, on what;
@@ -187,6 +189,7 @@ def build_results(
     failures = failures_block(scored, not_loaded, not_run)
     man = Manifest.model_validate(manifest)
     reliance = reliance_block(scored, options)
+    judged: dict[str, Any] = {"judges": list(judges)} if judges else {}  # no judge: no key, as before
     return Results(
         schema=SCHEMA,
         **dict(card),
@@ -200,4 +203,5 @@ def build_results(
         manifest=man,
         notes=[*input_notes, *_notes(scored, failures, prof, man, card, reliance, timing)],
         failures=failures,
+        **judged,
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from argus_eval.models.secrets import redact_text
+from argus_eval.runner.judging import apply_judgments
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.store import Store
 from argus_eval.runner.usage import record_tokens
@@ -47,6 +48,7 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
         records = store.read(cell.key)
         ok = {sid: r for sid, r in records.items() if r.error is None}
         failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
+        apply_judgments(cell, plan.judges.get(cell.task.name), store, ok, failures)
         result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
         tokens = {sid: t for sid, r in ok.items() if (t := record_tokens(r)) is not None}
         out.append(ScoredCell(cell, result, failures, tokens))

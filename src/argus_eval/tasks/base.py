@@ -224,8 +224,11 @@ class Task(ABC):
         raise CapabilityError(f"model {info.name!r} offers {offered} but task {self.name!r} needs {wanted}")
 
     def request_hash(self, protocol: ProtocolChoice) -> str:
-        """Hash of everything about the request that changes a model's answer (prompt, options)."""
-        return fingerprint_of(self.name, protocol.name, self.options.model_dump(mode="json"))
+        """Hash of everything about the request that changes a model's answer (prompt, options). A judge
+        (tasks/judge.py) scores answers without changing them: its own fingerprint keys its verdicts."""
+        return fingerprint_of(
+            self.name, protocol.name, self.options.model_dump(mode="json", exclude={"judge"})
+        )
 
     def accepts(self, condition_kind: str) -> bool:
         return condition_kind in self.accepts_kinds

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,6 +35,7 @@ from argus_eval.tasks.base import (
     images_of,
     via,
 )
+from argus_eval.tasks.judge import VERDICT, JudgeItem, JudgeOptions, with_judge
 from argus_eval.tasks.records import Record
 
 DEFAULT_METRICS = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
@@ -51,6 +53,11 @@ class CaptioningOptions(TaskOptions):
     metrics: tuple[str, ...] = Field(default=DEFAULT_METRICS, description="Averaged into the primary score.")
     cider_scale: StrictFloat = Field(
         default=2.0, gt=0, description="CIDEr enters the score as min(CIDEr/scale, 1)."
+    )
+    judge: JudgeOptions | None = Field(
+        default=None,
+        description="A judge model scoring captions beside the COCO metrics, never instead (tasks/judge.py); "
+        "its primary: exact_match keeps the COCO metrics' score primary.",
     )
 
 
@@ -108,6 +115,10 @@ class CaptioningTask(Task):
         sims = model.embed_images(images_of(batch)) @ self._bank_cache[key].T
         return _captions(batch, [dataset.caption_bank[int(j)] for j in np.argmax(sims, axis=1)])
 
+    def judge_item(self, sample: Sample, output: dict[str, Any]) -> JudgeItem:
+        """A caption, for the judge: the instruction as its question, the reference captions."""
+        return JudgeItem(self.options.prompt, tuple(sample.texts), str(output.get("caption", "")))
+
     def finalize(
         self,
         dataset: Dataset,
@@ -131,7 +142,7 @@ class CaptioningTask(Task):
         metrics = {k: float(v[0]) for k, v in full.items()}
         if "METEOR" in self.options.metrics and "METEOR" not in used:
             metrics["METEOR_skipped"] = 1.0
-        return CellResult(
+        result = CellResult(
             sample_ids=[s.sample_id for s in kept],
             predictions=[cands[s.sample_id] for s in kept],
             scores=[float(x) for x in per_sample],
@@ -141,6 +152,10 @@ class CaptioningTask(Task):
             metrics=metrics,
             answer_format=answer_format(protocol.needs, kept, outputs, "caption", non_empty),
         )
+        if self.options.judge is None:
+            return result
+        verdicts = [float((o or {}).get(VERDICT, 0.0)) for o in outputs]  # every caption is judged
+        return with_judge(result, verdicts, self.options.judge.primary, own="coco")
 
 
 @dataclass(frozen=True)

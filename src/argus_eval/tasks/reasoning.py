@@ -31,6 +31,7 @@ from argus_eval.models.protocols import (
 )
 from argus_eval.tasks.answers import answer_format, clean_generated, cleaned_output, parses
 from argus_eval.tasks.base import CellResult, Prepared, ProtocolChoice, Task, TaskOptions, images_of, via
+from argus_eval.tasks.judge import VERDICT, JudgeItem, JudgeOptions, with_judge
 from argus_eval.tasks.reasoning_schemes import Scheme, accuracy_by, mean_scheme, scheme_of
 from argus_eval.tasks.records import Record
 
@@ -60,6 +61,9 @@ class ReasoningOptions(TaskOptions):
     max_new_tokens: StrictInt = Field(default=8, ge=1)
     vqa_min_answers: StrictInt = Field(
         default=3, ge=2, description="Items with this many gold answers use VQA accuracy."
+    )
+    judge: JudgeOptions | None = Field(
+        default=None, description="A judge model scoring open answers beside exact match (tasks/judge.py)."
     )
 
 
@@ -198,6 +202,12 @@ class ReasoningTask(Task):
             return vqa_accuracy(answer, sample.answers)
         return float(any(exact_match(answer, a) for a in sample.answers))
 
+    def judge_item(self, sample: Sample, output: dict[str, Any]) -> JudgeItem | None:
+        """An open question's answer, for the judge; None for multiple choice (its option is exact)."""
+        if sample.choices and sample.answer_index is not None:
+            return None
+        return JudgeItem(sample.question or "", tuple(sample.answers), str(output.get("answer", "")))
+
     def finalize(
         self,
         dataset: Dataset,
@@ -218,7 +228,7 @@ class ReasoningTask(Task):
         breakdown["blind_baseline"] = blind
         if "score" in blind:
             metrics["blind_baseline"] = blind["score"]
-        return CellResult(
+        result = CellResult(
             sample_ids=[s.sample_id for s in kept],
             predictions=preds,
             scores=scores,
@@ -235,6 +245,11 @@ class ReasoningTask(Task):
             chance_basis="uniform over the candidate answers of each question's answer type",
             answer_format=answer_format(protocol.needs, kept, outputs, "answer", parses),
         )
+        if self.options.judge is None:
+            return result
+        # a multiple-choice item is not judged: its judged score is its exact one
+        verdicts = [float((o or {}).get(VERDICT, sc)) for o, sc in zip(outputs, scores, strict=True)]
+        return with_judge(result, verdicts, self.options.judge.primary)
 
     def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample], scheme: Scheme) -> dict[str, Any]:
         """The training-answer prior scored like the model (same samples and scheme), or why it is skipped."""
