@@ -171,9 +171,17 @@ class MeteorPool:
 CORES_PER_WORKER = 4
 
 
+def available_cores() -> int:
+    """Cores this process may run on (its affinity mask, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity call on this platform (macOS)
+        return os.cpu_count() or 1
+
+
 def meteor_workers(n_segments: int) -> int:
     """JVMs worth starting for a corpus: one per SEGMENTS_PER_WORKER segments and CORES_PER_WORKER cores."""
-    by_cores = (os.cpu_count() or 1) // CORES_PER_WORKER
+    by_cores = available_cores() // CORES_PER_WORKER
     return max(1, min(by_cores, n_segments // SEGMENTS_PER_WORKER))
 
 
@@ -184,9 +192,14 @@ _SHARED_LOCK = threading.Lock()
 def shared_meteor(n_segments: int = 0) -> MeteorPool:
     """The process's persistent METEOR JVMs, enough for n_segments: their start and paraphrase-table
     load dominate METEOR's cost, and -stdio mode serves any number of SCORE/EVAL rounds (as
-    pycocoevalcap's does)."""
+    pycocoevalcap's does).
+
+    The pool is sized when it (re)starts: once live (started early by warm_meteor, while the models
+    run), a later corpus uses the warm JVMs rather than waiting for a cold one to load."""
     with _SHARED_LOCK:
         if not _SHARED:
             _SHARED.append(MeteorPool())
-        _SHARED[0].ensure(meteor_workers(n_segments))
-        return _SHARED[0]
+        pool = _SHARED[0]
+        live = sum(1 for w in pool.workers if w.alive() and w.persistent)
+        pool.ensure(live or meteor_workers(n_segments))
+        return pool
