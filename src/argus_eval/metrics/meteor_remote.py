@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from argus_eval.errors import MetricError
-from argus_eval.metrics.meteor import shared_meteor
+from argus_eval.metrics.meteor import shared_meteor, warm_jit
 from argus_eval.metrics.meteor_server import DEFAULT_STATE, SERVER_ENV, meteor_version, read_line_json
 
 CONNECT_TIMEOUT_S = 2.0  # a loopback server answers its version in milliseconds
@@ -179,11 +179,13 @@ def meteor_scorer(n_segments: int = 0) -> MeteorScorer:
 
 def warm_meteor() -> None:
     """Make METEOR ready before it is needed (a run calls this before its models run, so the JVM's
-    start overlaps their work): check the named server, or else start the local JVM now."""
+    start overlaps their work): check the named server, or else start the local JVM now and let it
+    compile its scoring paths on a synthetic corpus in the background."""
     scorer = meteor_scorer(0)
     if isinstance(scorer, _ServerOrLocal):
         try:
             RemoteMeteor(scorer.address).close()
+            return
         except MeteorServerError as exc:
             _refuse(scorer.address, exc)
-            shared_meteor(0)
+    warm_jit(shared_meteor(0))

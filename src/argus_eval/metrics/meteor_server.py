@@ -23,7 +23,7 @@ from typing import Any
 
 from argus_eval.errors import MetricError
 from argus_eval.metrics._java import pycocoevalcap_file
-from argus_eval.metrics.meteor import MeteorPool
+from argus_eval.metrics.meteor import MeteorPool, warm_jit
 
 PROTOCOL = 1
 # where `argus meteor-server` writes its address and clients look for it (ARGUS_METEOR_SERVER overrides)
@@ -90,6 +90,7 @@ def serve(port: int, state: Path, workers: int, ready: Callable[[str], None] | N
     and serve until interrupted; the state file is removed on the way out."""
     pool = MeteorPool()
     pool.ensure(max(1, workers))  # the JVMs load while the first clients connect
+    warm_jit(pool)
     server = _Server(port, pool)
     address = f"127.0.0.1:{server.server_address[1]}"
     try:
