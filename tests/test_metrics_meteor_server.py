@@ -174,12 +174,14 @@ def test_a_closed_port_is_refused_naming_the_address() -> None:
         RemoteMeteor(address)
 
 
-def test_where_the_server_is_named(tmp_path: Path) -> None:
+def test_where_the_server_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "s.json"
-    assert server_address("", default_state=state) is None  # none named, no default state file
+    monkeypatch.delenv(SERVER_ENV)
+    assert server_address(default_state=state) is None  # none named, no default state file
     assert server_address("127.0.0.1:9", default_state=state) == "127.0.0.1:9"
     state.write_text(json.dumps({"address": "127.0.0.1:77"}), encoding="utf-8")
-    assert server_address("", default_state=state) == "127.0.0.1:77"
+    assert server_address(default_state=state) == "127.0.0.1:77"  # unset: the default state file
+    assert server_address("", default_state=state) is None  # set and empty: no server
     assert server_address(str(state), default_state=tmp_path / "none.json") == "127.0.0.1:77"
     state.write_text("{not json", encoding="utf-8")
     with pytest.raises(MeteorServerError, match=rf"state file {state} is unreadable"):

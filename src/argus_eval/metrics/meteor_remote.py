@@ -2,8 +2,8 @@
 version, otherwise the process's own JVMs (meteor.shared_meteor).
 
 A server is named by ARGUS_METEOR_SERVER (HOST:PORT, or the path of a server's state file) or, when that
-is unset, by the default state file if it exists. A server of another version, or one that does not
-answer, is refused with a MeteorServerWarning naming its version or address, once per process, and the
+is unset, by the default state file if it exists; set and empty, it names none. A server of another
+version, or one that does not answer, is refused with a MeteorServerWarning naming its version or address, once per process, and the
 local JVM is used instead: the scores are the same either way, only slower.
 """
 
@@ -47,8 +47,10 @@ class MeteorScorer(Protocol):
 def server_address(env: str | None = None, default_state: Path = DEFAULT_STATE) -> str | None:
     """The HOST:PORT of the named server (see the module doc), or None when none is named."""
     value = os.environ.get(SERVER_ENV) if env is None else env
-    if not value:
+    if value is None:
         return _state_address(default_state) if default_state.is_file() else None
+    if not value:
+        return None  # set and empty: no server, whatever state file there is
     path = Path(value).expanduser()
     if path.is_file() or value.endswith(".json"):
         return _state_address(path)
