@@ -3,8 +3,8 @@ version, otherwise the process's own JVMs (meteor.shared_meteor).
 
 A server is named by ARGUS_METEOR_SERVER (HOST:PORT, or the path of a server's state file) or, when that
 is unset, by the default state file if it exists; set and empty, it names none. A server of another
-version, or one that does not answer, is refused with a MeteorServerWarning naming its version or address, once per process, and the
-local JVM is used instead: the scores are the same either way, only slower.
+version, or one that does not answer, is refused with a MeteorServerWarning naming its version or
+address, once per process, and the local JVM is used instead: the scores are the same, only slower.
 """
 
 from __future__ import annotations
