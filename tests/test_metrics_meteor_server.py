@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from argus_eval.metrics import meteor_remote
-from argus_eval.metrics.meteor import shared_meteor
+from argus_eval.metrics.meteor import MeteorProcess, close_shared_meteor, shared_meteor
 from argus_eval.metrics.meteor_remote import (
     MeteorServerError,
     MeteorServerWarning,
@@ -186,3 +186,21 @@ def test_where_the_server_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     state.write_text("{not json", encoding="utf-8")
     with pytest.raises(MeteorServerError, match=rf"state file {state} is unreadable"):
         server_address(str(state))
+
+
+@needs_java
+def test_the_captioning_task_warms_the_local_jvm_before_scoring() -> None:
+    from argus_eval.tasks.captioning import CaptioningTask
+
+    close_shared_meteor()
+    CaptioningTask().warm_up()  # what a run calls before its models run; returns at once
+    pool = shared_meteor()
+    live = [w for w in pool.workers if w.alive()]
+    assert len(live) == 1 and live[0].warmed
+    first = live[0]
+    cands, refs = _corpus(30, seed=9)
+    got = meteor_scorer(len(cands)).score(cands, refs)  # the warm JVM, not a second cold one
+    assert shared_meteor().workers == [first]
+    one = MeteorProcess().score(cands, refs)  # a fresh JVM: the warm-up corpus left no trace
+    assert got[0] == one[0]
+    np.testing.assert_array_equal(got[1], one[1])

@@ -30,6 +30,7 @@ class MeteorProcess:
 
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
+        self.warmed = False  # warm_jit has run its synthetic corpus through this JVM
         self._lock = threading.Lock()
         jar = pycocoevalcap_file("meteor/meteor-1.5.jar")
         cmd = [java_executable(), "-jar", "-Xmx2G", str(jar), "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -205,7 +206,7 @@ def shared_meteor(n_segments: int = 0) -> MeteorPool:
         return pool
 
 
-def _warm_corpus(n: int = 400) -> tuple[list[str], list[list[str]]]:
+def _warm_corpus(n: int = 200) -> tuple[list[str], list[list[str]]]:
     """A fixed synthetic corpus that makes the JIT compile the scoring paths (a fresh JVM scored its
     first 5,000 segments about 4x slower than its next)."""
     words = ("a", "man", "dog", "woman", "sits", "on", "the", "red", "table", "two", "cats", "running")
@@ -218,10 +219,14 @@ def warm_jit(pool: MeteorPool) -> threading.Thread:
     """Score a synthetic corpus on every worker in a background thread (results dropped): the JVMs
     load and compile while the caller does other work; a real score waits at most for this one."""
 
+    cold = [w for w in pool.workers if not w.warmed]
+    for w in cold:
+        w.warmed = True  # once per JVM, however many runs in this process warm it
+
     def work() -> None:
         cands, refs = _warm_corpus()
         with contextlib.suppress(MetricError):  # a JVM that fails here fails again, named, when used
-            for w in list(pool.workers):
+            for w in cold:
                 w.evaluate(w.stats(cands, refs))
 
     thread = threading.Thread(target=work, name="meteor-warm-up", daemon=True)
