@@ -5,12 +5,11 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 from rich.console import Console
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
+def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt  # SIGTERM ends the server as Ctrl-C does: JVMs stopped, state file removed
 
 

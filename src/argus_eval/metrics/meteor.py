@@ -209,8 +209,8 @@ def shared_meteor(n_segments: int = 0) -> MeteorPool:
 def _warm_corpus(n: int = 200) -> tuple[list[str], list[list[str]]]:
     """A fixed synthetic corpus that makes the JIT compile the scoring paths (a fresh JVM scored its
     first 5,000 segments about 4x slower than its next)."""
-    words = ("a", "man", "dog", "woman", "sits", "on", "the", "red", "table", "two", "cats", "running")
-    words += ("near", "with", "of", "is", "street")
+    words = ["a", "man", "dog", "woman", "sits", "on", "the", "red", "table", "two", "cats", "running"]
+    words += ["near", "with", "of", "is", "street"]
     sents = [" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(5 + i % 7)) for i in range(6 * n)]
     return sents[:n], [sents[n + 5 * i : n + 5 * i + 5] for i in range(n)]
 
