@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,12 @@ def one_run(config: Path, out: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "argus_eval.cli", "run", "--config", str(config), "--out", str(out), "-q"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # interrupted or timed out: leave no run behind
+        proc.kill()
+        proc.wait()
+        raise
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
@@ -96,6 +102,7 @@ def main() -> None:
     ap.add_argument("--shared-cache", action="store_true", help="one data cache for both runs")
     ap.add_argument("--keep", type=Path, help="write the runs here instead of a temp dir")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `timeout` stops it: spinners stopped too
     base = yaml.safe_load(default_config_path().read_text(encoding="utf-8"))
     cfg = quick_config(base) if args.quick else base
     with tempfile.TemporaryDirectory(prefix="argus-bench-run-") as tmp:
@@ -109,7 +116,12 @@ def main() -> None:
             load = os.getloadavg()[0]
             run = one_run if label == "quiet" else lambda c, o: busy_run(c, o, args.busy)
             results[label] = run(config, root / f"run-{label}")
-            print(f"{label}: {results[label]['wall']:.1f} s wall (load average {load:.1f} at its start)")
+            phases = ", ".join(f"{k} {v:.1f}" for k, v in results[label]["log"]["phase_seconds"].items())
+            print(
+                f"{label}: {results[label]['wall']:.1f} s wall, {results[label]['cpu']:.1f} s CPU "
+                f"(load average {load:.1f} at its start); phases: {phases}",
+                flush=True,
+            )
         report(results["quiet"], results["busy"], args.busy)
         same = claims_and_gap(root / "run-quiet") == claims_and_gap(root / "run-busy")
         print(f"claims and gap sentence {'the same' if same else 'DIFFER'} in both runs")
