@@ -5,8 +5,8 @@
 Each run is `argus run --quiet` into a new --out, each with its own empty data cache (as a new user's
 first run) unless --shared-cache. Prints each phase's seconds (from run_log.json), the run's wall
 seconds and its CPU seconds (user + sys of the child and the processes it waited for: JVMs, workers),
-and the busy/quiet ratios of both. --quick runs a small config (two models, few images, clean images
-only) that takes about a minute. The machine's other load counts in both runs: read the ratios with
+and the busy/quiet ratios of both. --quick runs a small config (two of the five models, 8 images a
+domain, clean images only: a small fraction of the default suite's model calls). The machine's other load counts in both runs: read the ratios with
 the load average the script prints beside them.
 """
 
@@ -97,7 +97,7 @@ def report(quiet: dict[str, Any], busy: dict[str, Any], n_busy: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="a small config (about a minute a run)")
+    ap.add_argument("--quick", action="store_true", help="a small config (CLIP and BLIP, 8 images)")
     ap.add_argument("--busy", type=int, default=2, help="CPU-bound processes beside the second run")
     ap.add_argument("--shared-cache", action="store_true", help="one data cache for both runs")
     ap.add_argument("--keep", type=Path, help="write the runs here instead of a temp dir")
