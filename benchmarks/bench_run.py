@@ -6,8 +6,8 @@ Each run is `argus run --quiet` into a new --out, each with its own empty data c
 first run) unless --shared-cache. Prints each phase's seconds (from run_log.json), the run's wall
 seconds and its CPU seconds (user + sys of the child and the processes it waited for: JVMs, workers),
 and the busy/quiet ratios of both. --quick runs a small config (two of the five models, 8 images a
-domain, clean images only: a small fraction of the default suite's model calls). The machine's other load counts in both runs: read the ratios with
-the load average the script prints beside them.
+domain, clean images only: a small fraction of the default suite's model calls). The machine's other
+load counts in both runs: read the ratios with the load average the script prints beside them.
 """
 
 from __future__ import annotations
