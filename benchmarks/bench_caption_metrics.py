@@ -31,7 +31,7 @@ from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.caption import score_captions
 from argus_eval.metrics.cider import cider_d
-from argus_eval.metrics.meteor import close_shared_meteor, shared_meteor
+from argus_eval.metrics.meteor import close_shared_meteor, shared_meteor, warm_jit
 from argus_eval.metrics.meteor_remote import RemoteMeteor, server_address
 from argus_eval.metrics.meteor_server import SERVER_ENV
 
@@ -192,7 +192,7 @@ def _whole(cands: dict[int, str], refs: dict[int, list[str]]) -> None:
     close_shared_meteor()
     os.environ[SERVER_ENV] = ""  # no server, whatever state file this machine has
     cold, t_cold = _timed(lambda: score_captions(cands, refs, per_sample=True))
-    shared_meteor(0).score(["a dog"], [["a dog runs"]])  # started and loaded before the call
+    warm_jit(shared_meteor(0)).join()  # started and warmed before the call, as a run's warm_up does
     warm, t_warm = _timed(lambda: score_captions(cands, refs, per_sample=True))
     close_shared_meteor()
     with _meteor_server() as state:
