@@ -4,18 +4,23 @@ Prints, per size, the time of each implementation measured in the same run and t
 CIDEr-D and BLEU (from the same PTB-tokenised strings on both sides, so both times include splitting
 them into words and counting n-grams) and for the whole
 score_captions vs the COCOEvalCap steps (PTB tokenisation, BLEU, METEOR, ROUGE_L, CIDEr), plus the
-largest absolute difference between the two results.
+largest absolute difference between the two results. The whole score_captions is timed three ways:
+cold (the METEOR JVM started inside the call), warm (started before it, as a run does while its models
+run) and served (a warm `argus meteor-server`); the machine is shared, so compare ratios within a run.
 Usage: python benchmarks/bench_caption_metrics.py [--sizes 5000 40000] [--skip-whole] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +31,9 @@ from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.caption import score_captions
 from argus_eval.metrics.cider import cider_d
+from argus_eval.metrics.meteor import close_shared_meteor, shared_meteor, warm_jit
+from argus_eval.metrics.meteor_remote import RemoteMeteor, server_address
+from argus_eval.metrics.meteor_server import SERVER_ENV
 
 T = TypeVar("T")
 
@@ -129,33 +137,76 @@ def run(n: int, whole: bool, repeat: int) -> None:
         f"CIDEr-D+BLEU pycocoevalcap {t_ref:4.3f} s  argus {t_both:6.3f} s  ratio {t_ref / t_both:5.1f}x  "
         "(argus: one split of the strings for both, as score_captions does)"
     )
-    if not whole:
-        return
+    if whole:
+        _whole(cands, refs)
+
+
+def _coco_whole(cands: dict[int, str], refs: dict[int, list[str]]) -> tuple[dict[str, float], list[float]]:
+    """COCOEvalCap's steps: PTB tokenisation, BLEU, METEOR (a fresh JVM), ROUGE_L, CIDEr; and METEOR per
+    image."""
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
     from pycocoevalcap.meteor.meteor import Meteor
     from pycocoevalcap.rouge.rouge import Rouge
 
-    def coco() -> dict[str, float]:
-        with tempfile.TemporaryDirectory() as tmp:
-            tok = _coco_tokenizer(Path(tmp))
-            g = tok.tokenize({k: [{"caption": c} for c in v] for k, v in refs.items()})
-            r = tok.tokenize({k: [{"caption": cands[k]}] for k in refs})
-        out: dict[str, float] = {}
-        b, _ = Bleu(4).compute_score(g, r, verbose=0)
-        out.update({f"Bleu_{k + 1}": b[k] for k in range(4)})
-        m = Meteor()
-        out["METEOR"], _ = m.compute_score(g, r)
-        del m
-        out["ROUGE_L"], _ = Rouge().compute_score(g, r)
-        out["CIDEr"], _ = Cider().compute_score(g, r)
-        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = _coco_tokenizer(Path(tmp))
+        g = tok.tokenize({k: [{"caption": c} for c in v] for k, v in refs.items()})
+        r = tok.tokenize({k: [{"caption": cands[k]}] for k in refs})
+    out: dict[str, float] = {}
+    b, _ = Bleu(4).compute_score(g, r, verbose=0)
+    out.update({f"Bleu_{k + 1}": b[k] for k in range(4)})
+    m = Meteor()
+    out["METEOR"], per_meteor = m.compute_score(g, r)
+    del m
+    out["ROUGE_L"], _ = Rouge().compute_score(g, r)
+    out["CIDEr"], _ = Cider().compute_score(g, r)
+    return out, list(per_meteor)
 
-    expect, t_coco = _timed(coco)
-    got, t_ours = _timed(lambda: score_captions(cands, refs))
-    diff = max(abs(got[m] - expect[m]) for m in expect)
-    print(
-        f"whole    COCOEvalCap   {t_coco:7.3f} s  argus {t_ours:6.3f} s  ratio {t_coco / t_ours:5.1f}x  "
-        f"max|diff| {diff:.1e} (METEOR included both sides)"
-    )
+
+@contextlib.contextmanager
+def _meteor_server() -> Iterator[Path]:
+    """A real `argus meteor-server` on a free loopback port, warmed by one segment (across runs it is)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "meteor-server.json"
+        cmd = [sys.executable, "-m", "argus_eval.cli", "meteor-server", "--state", str(state)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while not state.is_file():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("argus meteor-server did not start")
+                time.sleep(0.1)
+            RemoteMeteor(server_address(str(state)) or "").score(["a dog"], [["a dog runs"]])
+            yield state
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _whole(cands: dict[int, str], refs: dict[int, list[str]]) -> None:
+    """The whole score_captions against COCOEvalCap's steps, three ways: cold (this process starts the
+    METEOR JVM inside the call, as a lone call does), warm (the JVM started earlier, as a run starts it
+    while its models run) and served (a warm `argus meteor-server` in another process)."""
+    (expect, expect_per), t_coco = _timed(lambda: _coco_whole(cands, refs))
+    close_shared_meteor()
+    os.environ[SERVER_ENV] = ""  # no server, whatever state file this machine has
+    cold, t_cold = _timed(lambda: score_captions(cands, refs, per_sample=True))
+    warm_jit(shared_meteor(0)).join()  # started and warmed before the call, as a run's warm_up does
+    warm, t_warm = _timed(lambda: score_captions(cands, refs, per_sample=True))
+    close_shared_meteor()
+    with _meteor_server() as state:
+        os.environ[SERVER_ENV] = str(state)
+        served, t_served = _timed(lambda: score_captions(cands, refs, per_sample=True))
+        os.environ[SERVER_ENV] = ""
+    for name, got, t in (("cold", cold, t_cold), ("warm", warm, t_warm), ("served", served, t_served)):
+        diff = max(abs(got[m] - expect[m]) for m in expect)
+        per = np.array([got["per_sample"][k]["METEOR"] for k in refs])
+        print(
+            f"whole {name:6s} COCOEvalCap {t_coco:7.3f} s  argus {t:6.3f} s  ratio {t_coco / t:5.1f}x  "
+            f"max|diff| {diff:.1e} corpus, {np.abs(per - np.array(expect_per)).max():.1e} METEOR per "
+            f"image; {'equal to' if got == cold else 'DIFFERS from'} the cold call"
+        )
 
 
 def main() -> None:

@@ -261,6 +261,20 @@ def score_captions(
     score_captions_command(results, annotations, as_json, console)
 
 
+@app.command("meteor-server")
+def meteor_server(
+    port: Annotated[int, typer.Option(help="Loopback port; 0 picks a free one.")] = 0,
+    state: Annotated[
+        Path | None, typer.Option(help="State file clients find it by (default ~/.cache/argus-eval/).")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="METEOR JVMs (each wants about 4 cores).")] = 1,
+) -> None:
+    """Keep METEOR's JVMs alive across runs, so a run's scoring skips their start-up."""
+    from argus_eval.commands.meteor_server_cmd import meteor_server_command
+
+    meteor_server_command(port, state, workers, console)
+
+
 @app.command()
 def profile(
     model: Annotated[

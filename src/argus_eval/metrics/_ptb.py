@@ -33,7 +33,10 @@ def ptb_tokenize(sentences: Sequence[str]) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="argus-ptb-") as tmp:
         src = Path(tmp) / "captions.txt"
         src.write_bytes(text.encode())
-        cmd = [java_executable(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer"]
+        # C1 only: this JVM lives a second or two, and C2's compiler threads, busy that long, slowed it
+        # 2.5x on a shared 2-core machine (same tokens: JIT tiers never change a result)
+        cmd = [java_executable(), "-XX:TieredStopAtLevel=1", "-cp", str(jar)]
+        cmd += ["edu.stanford.nlp.process.PTBTokenizer"]
         cmd += ["-preserveLines", "-lowerCase", str(src)]
         proc = subprocess.run(cmd, capture_output=True, check=False)
     if proc.returncode != 0:

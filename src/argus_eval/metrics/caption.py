@@ -2,7 +2,9 @@
 CIDEr (CIDEr-D), optional SPICE, plus additive per-sample components for the bootstrap.
 
 Pipeline: start the METEOR JVM (slow to load), PTB-tokenise references and candidates with one jar call,
-compute BLEU / CIDEr-D (sparse, vectorised) and ROUGE-L while METEOR loads, then collect METEOR.
+compute BLEU / CIDEr-D (sparse, vectorised) and ROUGE-L while METEOR loads, then collect METEOR. The JVM
+stays alive for later corpora; a run starts it before its models run (meteor_remote.warm_meteor), and
+`argus meteor-server` keeps one alive across runs (meteor_remote picks it up).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from argus_eval.metrics._ngrams import ngram_counts_text
 from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.cider import cider_d
-from argus_eval.metrics.meteor import MeteorPool, shared_meteor
+from argus_eval.metrics.meteor_remote import MeteorScorer, meteor_scorer
 from argus_eval.metrics.rouge import rouge_l
 
 # metric name (pycocoevalcap's key) -> the scorer group that computes it
@@ -118,7 +120,7 @@ def _resolve_metrics(metrics: Sequence[str] | None) -> list[str]:
 
 
 def _per_image_metrics(
-    tok: _Tokenised, groups: set[str], meteor: MeteorPool | None, spice_corenlp_dir: str | Path | None
+    tok: _Tokenised, groups: set[str], meteor: MeteorScorer | None, spice_corenlp_dir: str | Path | None
 ) -> tuple[dict[str, float], dict[str, NDArray[np.float64]], dict[str, str], NDArray[np.float64] | None]:
     """Corpus values, per-image values, skipped reasons and the BLEU stats, for the requested groups.
 
@@ -184,7 +186,7 @@ def score_captions(
     groups = {METRIC_GROUPS[m] for m in names}
     _check_inputs(candidates, references)
     # started before tokenising, so the JVMs load their paraphrase tables meanwhile
-    meteor = shared_meteor(len(candidates)) if "meteor" in groups else None
+    meteor = meteor_scorer(len(candidates)) if "meteor" in groups else None
     tok = _tokenise(candidates, references)
     corpus, per, skipped, _ = _per_image_metrics(tok, groups, meteor, spice_corenlp_dir)
     out: dict[str, Any] = {m: corpus[m] for m in names if m in corpus}
@@ -214,7 +216,7 @@ def caption_components(
     names = _resolve_metrics(metrics)
     groups = {METRIC_GROUPS[m] for m in names} - {"spice"}
     _check_inputs(candidates, references)
-    meteor = shared_meteor(len(candidates)) if "meteor" in groups else None
+    meteor = meteor_scorer(len(candidates)) if "meteor" in groups else None
     tok = _tokenise(candidates, references)
     _, per, _, stats = _per_image_metrics(tok, groups, meteor, None)
     comp = np.full((len(tok.keys), len(COMPONENT_NAMES)), np.nan, dtype=np.float64)

@@ -159,6 +159,8 @@ def run(
             plan = plan_run(cfg, store, pool, strict)
             plan.retry_failed = retry_failed
             require_cells(plan)
+            for task in {id(c.task): c.task for c in plan.cells}.values():
+                task.warm_up()  # e.g. the METEOR JVM starts loading while the models run
             executor = EXECUTORS.get(cfg.executor)
             Registry.freeze_loaded()  # under the console command: nothing registers while it runs
             t_exec = time.perf_counter()

@@ -233,6 +233,11 @@ class Task(ABC):
     def accepts(self, condition_kind: str) -> bool:
         return condition_kind in self.accepts_kinds
 
+    def warm_up(self) -> None:
+        """Start what finalize needs and is slow to start (the runner calls this before the models run,
+        so that the start-up overlaps their work); it must not block. Default: nothing."""
+        return
+
     def infer(
         self,
         model: Model,

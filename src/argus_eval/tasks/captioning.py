@@ -14,6 +14,7 @@ from pydantic import Field, StrictFloat, StrictInt
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
 from argus_eval.metrics.caption import caption_components, caption_finish
+from argus_eval.metrics.meteor_remote import warm_meteor
 from argus_eval.models.protocols import (
     CAPTION,
     EMBED,
@@ -95,6 +96,11 @@ class CaptioningTask(Task):
     def _metrics(self) -> list[str]:
         # METEOR needs a Java runtime; without one it is left out of the score and the cell says so.
         return [m for m in self.options.metrics if m != "METEOR" or shutil.which("java")]
+
+    def warm_up(self) -> None:
+        # the METEOR JVM loads its paraphrase table for seconds: start it while the models caption
+        if "METEOR" in self._metrics():
+            warm_meteor()
 
     def _nearest_caption(
         self, model: Embedder, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
