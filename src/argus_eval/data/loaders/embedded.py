@@ -34,7 +34,12 @@ class EmbeddedImages:
         try:
             with Image.open(BytesIO(data)) as im:
                 im.verify()  # structure and checksums, without decoding every pixel of a large set
-        except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
+        except UnidentifiedImageError:
+            raise DatasetError(
+                f"{where}: the image does not decode (not an image format PIL reads); re-encode it as PNG "
+                "or JPEG"
+            ) from None
+        except (OSError, ValueError, SyntaxError) as e:
             raise DatasetError(
                 f"{where}: the image does not decode ({e}); re-encode it as PNG or JPEG"
             ) from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import importlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -227,25 +228,28 @@ def _fingerprint_files(options: HfDatasetsOptions, files: list[Path]) -> list[Pa
     return [p for p in files if p.is_file()]
 
 
-def load_hf_datasets(options: DatasetOptions, ctx: LoadContext) -> Dataset:
-    """Read local data with `datasets` and map columns to samples."""
-    assert isinstance(options, HfDatasetsOptions)
-    col, meta = _column_map(options)
+@contextmanager
+def _no_progress_bars(hf: Any) -> Iterator[None]:
+    """Without the library's bars: a run's console shows its own progress, not a bar per file."""
+    were_on = hf.is_progress_bar_enabled()
+    hf.disable_progress_bars()
     try:
-        hf = importlib.import_module("datasets")
-    except ImportError:
-        raise DatasetError(
-            "format hf_datasets needs the `datasets` package: pip install datasets pyarrow "
-            "(or pip install -e '.[all]')"
-        ) from None
-    files = resolve_files(options)
-    fp = fingerprint_of(options.model_dump(mode="json"), files=_fingerprint_files(options, files))
-    store = EmbeddedImages(ctx.cache_dir / "hf_images" / fp)
+        yield
+    finally:
+        if were_on:
+            hf.enable_progress_bars()
+
+
+def _samples(
+    hf: Any, options: HfDatasetsOptions, files: list[Path], store: EmbeddedImages, skips: Skips, cache: Path
+) -> list[Sample]:
+    """The samples of every row of every file, in order; ids are unique across the files."""
+    col, meta = _column_map(options)
     ids = Ids(files[0], "id")
-    skips = Skips(options.strict)
     samples, n = [], 0
-    for source, table in _tables(hf, options, files, ctx.cache_dir / "hf_datasets"):
-        _check_columns(table, source, {"columns.": col, "metadata.": meta})
+    for source, rows in _tables(hf, options, files, cache):
+        _check_columns(rows, source, {"columns.": col, "metadata.": meta})
+        table = rows
         if "image" in col and not _path(col["image"], "image").steps:
             table = table.cast_column(col["image"], hf.Image(decode=False))
         ids.path = source
@@ -262,6 +266,26 @@ def load_hf_datasets(options: DatasetOptions, ctx: LoadContext) -> Dataset:
                 where = f"{at}: column {col['image']!r}"
                 image = _image(_pick(row, col["image"], "image", at), where, store, options.images)
             samples.append(replace(sample, image=image, metadata=_metadata(row, meta, at)))
+    return samples
+
+
+def load_hf_datasets(options: DatasetOptions, ctx: LoadContext) -> Dataset:
+    """Read local data with `datasets` and map columns to samples."""
+    assert isinstance(options, HfDatasetsOptions)
+    _column_map(options)  # a bad map is an error before the library is even needed
+    try:
+        hf = importlib.import_module("datasets")
+    except ImportError:
+        raise DatasetError(
+            "format hf_datasets needs the `datasets` package: pip install datasets pyarrow "
+            "(or pip install -e '.[all]')"
+        ) from None
+    files = resolve_files(options)
+    fp = fingerprint_of(options.model_dump(mode="json"), files=_fingerprint_files(options, files))
+    store = EmbeddedImages(ctx.cache_dir / "hf_images" / fp)
+    skips = Skips(options.strict)
+    with _no_progress_bars(hf):
+        samples = _samples(hf, options, files, store, skips, ctx.cache_dir / "hf_datasets")
     samples = limit_each_kind(samples, options.limit)
     return Dataset(
         name=options.name,

@@ -48,9 +48,8 @@ class VlmEvalKitOptions(DatasetOptions):
 
 @dataclass
 class _Row:
-    """One data row: its position, label, cells, and the sample once built (image resolved later)."""
+    """One data row: its label, cells, and the sample once built (image resolved later)."""
 
-    k: int
     label: str
     cells: dict[str, str]
     sample: Sample
@@ -99,7 +98,8 @@ def _sample(cells: dict[str, str], path: Path, label: str, skips: Skips) -> Samp
     if cells.get("image_path"):
         meta["image_path"] = cells["image_path"]
     if not question:  # a captioning row (COCO_VAL): the answer lists the reference captions
-        captions = [clean_text(c, skips, path, label, "caption") for c in _listed(answer) or [answer]]
+        listed = (_listed(answer) or [answer]) if answer else []
+        captions = [clean_text(c, skips, path, f"{label}: column 'answer'", "caption") for c in listed]
         texts = tuple(c for c in captions if c is not None)
         if not texts:
             skips.add(path, f"{label}: column 'answer'", "a row without a question needs captions")
@@ -177,8 +177,8 @@ def load_vlmevalkit(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             why = "a multi-image row (a list of images) is not supported"
             skips.add(path, f"{label}: column 'image'", why)
             continue
-        rows.append(_Row(k, label, row, sample))
-    samples = [replace(r.sample, image=_image_of(r, held, path, options)) for r in rows]
+        rows.append(_Row(label, row, sample))
+    samples = [replace(r.sample, image=_image_of(r, held, path)) for r in rows]
     samples = limit_each_kind(samples, options.limit)
     return Dataset(
         name=options.name,
@@ -190,7 +190,7 @@ def load_vlmevalkit(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     )
 
 
-def _image_of(row: _Row, held: dict[str, str], path: Path, options: VlmEvalKitOptions) -> str:
+def _image_of(row: _Row, held: dict[str, str], path: Path) -> str:
     """The row's stored image: its own, the one its back-reference names, or its image_path."""
     image = row.cells.get("image", "")
     if len(image) > BACK_REFERENCE_CHARS:
