@@ -189,27 +189,40 @@ def test_parquet_bad_cells_are_one_line_naming_file_row_and_column(tmp_path: Pat
         _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[g], preset="lmms-vqav2")
 
 
-def test_the_cli_refuses_a_bad_parquet_in_one_line_with_exit_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _bad_entry(tmp_path: Path, kind: str) -> tuple[dict[str, Any], str]:
+    """A dataset entry with one bad cell of this kind, and the start of the line that must name it."""
+    rows = _vqav2()
+    parquet = {"name": "bad", "format": "hf_datasets", "builder": "parquet", "preset": "lmms-vqav2"}
+    if kind == "missing column":
+        del rows["answers"]
+        f = _parquet(tmp_path / "missing.parquet", rows, IMAGE_FEATURE)
+        return {**parquet, "data_files": [str(f)]}, f"{f}: row 0: column 'answers' (columns.answers"
+    if kind == "undecodable image":
+        rows["image"][1] = {"bytes": b"garbage", "path": "1.png"}
+        f = _parquet(tmp_path / "broken.parquet", rows, IMAGE_FEATURE)
+        return {**parquet, "data_files": [str(f)]}, f"{f}: row 1: column 'image': the image does not decode"
+    header = ["index", "image", "question", "answer"]
+    t = write_tsv(tmp_path / "a.tsv", header, [["0", _b64(RED), "q?", "a"], ["1", "7", "q?", "a"]])
+    entry = {"name": "bad", "format": "vlmevalkit-tsv", "tsv": str(t)}
+    return entry, f"{t}: row 1 (index 1): column 'image': back-reference '7' names no row holding an image"
+
+
+@pytest.mark.parametrize("kind", ["missing column", "undecodable image", "missing back-reference"])
+def test_the_cli_refuses_a_bad_cell_in_one_line_with_exit_2(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    broken = _vqav2()
-    broken["image"][1] = {"bytes": b"garbage", "path": "1.png"}
-    f = _parquet(tmp_path / "broken.parquet", broken, IMAGE_FEATURE)
+    entry, expected = _bad_entry(tmp_path, kind)
     config = tmp_path / "run.yaml"
-    entry = {
-        "name": "vqa",
-        "format": "hf_datasets",
-        "builder": "parquet",
-        "data_files": [str(f)],
-        "preset": "lmms-vqav2",
-    }
     run = {"name": "x", "cache_dir": str(tmp_path / "c"), "datasets": [entry], "tasks": ["reasoning"]}
     config.write_text(yaml.safe_dump({**run, "models": [{"name": "z", "spec": "zoo:gemma3"}]}))
     capsys.readouterr()  # what writing the file printed
-    code, printed = cli(["datasets", "--check", str(config)], monkeypatch, capsys)
-    assert code == 2
-    lines = printed.strip().splitlines()
-    assert len(lines) == 1 and f"{f}: row 1: column 'image': the image does not decode" in lines[0]
+    for argv in (
+        ["datasets", "--check", str(config)],
+        ["run", "--config", str(config), "--out", str(tmp_path / "o")],
+    ):
+        code, printed = cli(argv, monkeypatch, capsys)
+        lines = printed.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and expected in lines[0], (argv, printed)
 
 
 def _b64(data: bytes) -> str:
