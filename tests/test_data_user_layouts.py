@@ -98,6 +98,30 @@ def test_lmms_vqav2_preset_gives_ten_answers_and_one_image_per_content(tmp_path:
     assert ds.image_path(by["q/102"]).read_bytes() == BLUE
 
 
+def test_the_swap_control_never_pairs_questions_that_share_an_embedded_image(tmp_path: Path) -> None:
+    """Stored once per content, the two questions on the red image are one image to the controls: the swap
+    shows each of them the blue one, never the other red question's (identical) picture."""
+    from argus_eval.perturb.controls import swap_partners
+
+    f = _parquet(tmp_path / "v.parquet", _vqav2(), IMAGE_FEATURE)
+    ds = _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[f], preset="lmms-vqav2")
+    by = {s.sample_id: s for s in ds.samples}
+    for seed in range(5):
+        partners = swap_partners([(s.sample_id, s.image) for s in ds.samples], seed)
+        assert partners["q/100"] == partners["q/101"] == "q/102" and partners["q/102"] in ("q/100", "q/101")
+        for sid, partner in partners.items():
+            assert ds.image_path(by[sid]).read_bytes() != ds.image_path(by[partner]).read_bytes()
+
+
+def test_rows_past_the_limit_store_no_image(tmp_path: Path) -> None:
+    f = _parquet(tmp_path / "v.parquet", _vqav2(images=[RED, BLUE]), IMAGE_FEATURE)
+    ds = _load(
+        tmp_path, format="hf_datasets", builder="parquet", data_files=[f], preset="lmms-vqav2", limit=1
+    )
+    assert [s.sample_id for s in ds.samples] == ["q/100"]
+    assert [p.read_bytes() for p in ds.image_root.iterdir()] == [RED]
+
+
 def test_a_list_of_structs_mapped_as_text_is_refused_naming_the_column(tmp_path: Path) -> None:
     f = _parquet(tmp_path / "v.parquet", _vqav2(), IMAGE_FEATURE)
     cols = {"id": "question_id", "image": "image", "question": "question", "answers": "answers"}

@@ -246,7 +246,7 @@ def _samples(
     """The samples of every row of every file, in order; ids are unique across the files."""
     col, meta = _column_map(options)
     ids = Ids(files[0], "id")
-    samples, n = [], 0
+    samples, n, kept = [], 0, {True: 0, False: 0}
     for source, rows in _tables(hf, options, files, cache):
         _check_columns(rows, source, {"columns.": col, "metadata.": meta})
         table = rows
@@ -261,6 +261,10 @@ def _samples(
             sample = _row_sample(row, col, sid, str(source), label, skips)
             if sample is None:
                 continue
+            kind = sample.question is None
+            kept[kind] += 1
+            if options.limit is not None and kept[kind] > options.limit:
+                continue  # past the limit: its image is never stored (limit_each_kind keeps the same)
             image = None
             if "image" in col:
                 where = f"{at}: column {col['image']!r}"
