@@ -131,6 +131,17 @@ def test_a_list_of_structs_mapped_as_text_is_refused_naming_the_column(tmp_path:
         f"{f}: row 0: column 'answers' (columns.answers) holds dict values where text is expected; "
         "map the text inside it, e.g. answers: answers[].<field> or answers.<field>"
     )
+    numbers = _parquet(
+        tmp_path / "n.parquet", {"q": ["How many?"], "a": [[2, 3]], "image": [RED]}, IMAGE_FEATURE
+    )
+    with pytest.raises(DatasetError, match=r"row 0: column 'a' \(columns.answers\) holds int values"):
+        _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[numbers],
+              columns={"question": "q", "answers": "a", "image": "image"})  # fmt: skip
+    # a null caption inside a list is an empty text: left out and counted, never the string "None"
+    nulls = _parquet(tmp_path / "c.parquet", {"c": [["A cat.", None]], "image": [RED]}, IMAGE_FEATURE)
+    ds = _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[nulls],
+               columns={"texts": "c", "image": "image"})  # fmt: skip
+    assert ds.samples[0].texts == ("A cat.",) and len(ds.skipped) == 1
 
 
 def test_parquet_globs_and_save_to_disk_read_the_same_rows(tmp_path: Path) -> None:

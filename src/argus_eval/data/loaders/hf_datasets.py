@@ -78,17 +78,17 @@ def _pick(row: Mapping[str, Any], text: str, key: str, where: str) -> Any:
 
 
 def _as_texts(value: Any, text: str, name: str, where: str) -> tuple[str, ...]:
-    """The texts of a text field's value (a string or a list of strings); anything else is refused."""
+    """The texts of a text field's value (a string or a list of strings; a null element reads as empty,
+    a counted skip); anything else is refused."""
     if value is None:
         return ()
-    values = list(value) if isinstance(value, list | tuple) else [value]
-    wrong = next((v for v in values if not isinstance(v, str)), None)
-    if wrong is not None or (values and not isinstance(value, list | tuple | str)):
-        kind = type(wrong if wrong is not None else value).__name__
+    values = ["" if v is None else v for v in (value if isinstance(value, list | tuple) else [value])]
+    wrong = [v for v in values if not isinstance(v, str)]
+    if wrong:
         base = _path(text, name).column
         raise DatasetError(
-            f"{where}: column {text!r} (columns.{name}) holds {kind} values where text is expected; "
-            f"map the text inside it, e.g. {name}: {base}[].<field> or {base}.<field>"
+            f"{where}: column {text!r} (columns.{name}) holds {type(wrong[0]).__name__} values where text "
+            f"is expected; map the text inside it, e.g. {name}: {base}[].<field> or {base}.<field>"
         )
     return tuple(values)
 
