@@ -19,6 +19,7 @@ _FORMATS: dict[str, str] = {
     "easy_vqa": "easy_vqa",
     "hf_datasets": "hf_datasets",
     "shapesworld": "shapesworld",
+    "vlmevalkit-tsv": "vlmevalkit",
 }
 
 for _name, _module in _FORMATS.items():
