@@ -97,7 +97,8 @@ def test_a_changed_record_rescores_its_cell_only(
     changed = _copy(out, tmp_path / "changed")
     with sqlite3.connect(changed / "store.sqlite") as db:
         cell, sid, output = db.execute(
-            "SELECT cell, sample_id, output FROM records WHERE output LIKE '%caption%' ORDER BY cell, sample_id"
+            "SELECT cell, sample_id, output FROM records WHERE output LIKE '%caption%' "
+            "ORDER BY cell, sample_id"
         ).fetchone()
         caption = json.loads(output)["caption"]
         new = {**json.loads(output), "caption": f"{caption} and a purple dodecagon"}
