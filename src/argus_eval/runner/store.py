@@ -279,12 +279,12 @@ class Store:
         return out
 
     def put_scored(self, items: Mapping[str, bytes]) -> None:
-        """Keep values by key in one transaction (a key's value never changes: its key is its content)."""
+        """Keep values by key in one transaction (a cell's finish rows grow as new sums are scored)."""
         if not items:
             return
         with self._writes(), self._transaction():
             self._db.executemany(
-                "INSERT OR IGNORE INTO scored(key, value) VALUES (?, ?)", sorted(items.items())
+                "INSERT OR REPLACE INTO scored(key, value) VALUES (?, ?)", sorted(items.items())
             )
 
     class _Tx:
