@@ -86,7 +86,7 @@ def test_cached_rescoring_equals_fresh_and_calls_no_finalize(
     assert cached.stats.forward_calls == 0
     assert finalized == []  # every cell's result and finish rows came from the store
     fresh = run(spec, _copy(out, tmp_path / "fresh", drop_scored=True), quiet=True)
-    assert len(finalized) == len([c for c in fresh.plan.cells])  # scored afresh: every cell finalized
+    assert len(finalized) == len(fresh.plan.cells)  # scored afresh: every cell finalized
     assert _files(tmp_path / "cached") == _files(tmp_path / "fresh") == _files(out)
 
 
