@@ -22,6 +22,7 @@ from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
 from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
+from argus_eval.report.thumbs import THUMBS_FILE, ThumbCache
 
 MAX_TEXT = 600  # characters of a question, prediction or reference shown in the gallery
 MAX_REFERENCES = 5
@@ -169,14 +170,23 @@ def build_gallery(
     kept, total, candidates = select_worst(iter_samples(samples_path), per_cell)
     g = Gallery(total_samples=total, candidates=candidates)
     thumb_ids: dict[tuple[Path, str], str | None] = {}
+    cache = ThumbCache(samples_path.parent / THUMBS_FILE)  # thumbnails of an earlier report, by content
 
     def thumb_id(img: Path, condition: str, sample_id: str) -> str | None:
         key = (img, condition if condition != "clean" else "")
         if key not in thumb_ids:
+            seed = int(run_seed or 0)
             if key[1]:
-                uri = perturbed_thumbnail(img, condition, sample_id, int(run_seed or 0), thumb_px)
+                uri = cache.get(
+                    img,
+                    condition,
+                    sample_id,
+                    seed,
+                    thumb_px,
+                    lambda: perturbed_thumbnail(img, condition, sample_id, seed, thumb_px),
+                )
             else:
-                uri = thumbnail(img, thumb_px)
+                uri = cache.get(img, "", "", 0, thumb_px, lambda: thumbnail(img, thumb_px))
             thumb_ids[key] = None if uri is None else f"t{len(g.thumbnails)}"
             if uri is not None:
                 g.thumbnails[f"t{len(g.thumbnails)}"] = uri
@@ -209,4 +219,5 @@ def build_gallery(
                 "thumb_perturbed": perturbed,
             }
         )
+    cache.save()
     return g

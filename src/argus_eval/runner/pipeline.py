@@ -28,7 +28,7 @@ from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results, timing_block
-from argus_eval.runner.score import score_cells, write_samples
+from argus_eval.runner.score import keep_scored, score_cells, write_samples
 from argus_eval.runner.skipped import skip_notes, write_skipped
 from argus_eval.runner.store import Store
 from argus_eval.tasks.registry import make_tasks
@@ -211,6 +211,8 @@ def run(
         skip_notes(plan.datasets),
         judges_block(plan, scored),
     )
+    with Store(out_dir / "store.sqlite") as store:  # what scoring added, for the next rerun
+        keep_scored(store, scored)
     text = results_text(results)
     with writing(out_dir / "results.json"):
         (out_dir / "results.json").write_text(text, encoding="utf-8")

@@ -7,27 +7,39 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from argus_eval.data.text import repair_text
 from argus_eval.models.secrets import redact_text
 from argus_eval.runner.judging import apply_judgments
 from argus_eval.runner.plan import Cell, Plan
+from argus_eval.runner.score_cache import (
+    CellCache,
+    RawRow,
+    pack_result,
+    record_hash,
+    unpack_result,
+    unpack_rows,
+)
 from argus_eval.runner.store import Store
-from argus_eval.runner.usage import record_tokens
+from argus_eval.runner.usage import rows_tokens
 from argus_eval.scoring.types import CellData, CellKey
-from argus_eval.tasks.base import CellResult
+from argus_eval.tasks.base import CellResult, Finish
+from argus_eval.tasks.judge import JudgeSetup
 
 
 @dataclass
 class ScoredCell:
-    """A cell with its result (None when no sample succeeded) and its failures."""
+    """A cell with its result (None when no sample succeeded) and its failures; cache: its scored parts
+    as kept in the store (runner/score_cache.py)."""
 
     cell: Cell
     result: CellResult | None
     failures: dict[str, str]
+    cache: CellCache | None = None
     # tokens the served model's server reported: per answered sample, and summed (None: none reported)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -41,18 +53,77 @@ class ScoredCell:
         return totals or None
 
 
+def _finalizer(cell: Cell, store: Store, rows: list[RawRow]) -> Callable[[], CellResult]:
+    """The cell's finalize from its successful records, run at most once and only when called."""
+    done: list[CellResult] = []
+
+    def result() -> CellResult:
+        if not done:
+            ok = store.decode(cell.key, [r for r in rows if r[3] is None])
+            done.append(cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol))
+        return done[0]
+
+    return result
+
+
+def _scored(cell: Cell, store: Store, rows: list[RawRow], digest: str, kept: dict[str, bytes]) -> ScoredCell:
+    failures = {sid: repair_text(err) for sid, _o, _a, err, _s in rows if err is not None}
+    if len(failures) == len(rows):
+        return ScoredCell(cell, None, failures)
+    fresh = _finalizer(cell, store, rows)
+    blob = kept.get(f"rows:{digest}")
+    cache = CellCache(digest, {} if blob is None else unpack_rows(blob), None)
+    finish = cache.wrap(lambda: fresh().finish)
+
+    def extra(name: str) -> Finish:
+        return cache.wrap(lambda: fresh().extras[name], f"{name}:")
+
+    packed = kept.get(f"cell:{digest}")
+    if packed is not None:
+        result, _names = unpack_result(packed, finish, extra)
+    else:
+        computed = fresh()
+        cache.packed = pack_result(computed)
+        result = replace(computed, finish=finish, extras={n: extra(n) for n in sorted(computed.extras)})
+    return ScoredCell(cell, result, failures, cache)
+
+
+def _judged(cell: Cell, setup: JudgeSetup, store: Store, rows: list[RawRow]) -> ScoredCell:
+    """A judged cell, finalized afresh: its verdicts can change while its records stay the same."""
+    records = store.decode(cell.key, rows)
+    ok = {sid: r for sid, r in records.items() if r.error is None}
+    failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
+    apply_judgments(cell, setup, store, ok, failures)
+    result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
+    return ScoredCell(cell, result, failures)
+
+
 def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
-    """Finalize every cell of the plan from its stored records."""
-    out: list[ScoredCell] = []
-    for cell in plan.cells:
-        records = store.read(cell.key)
-        ok = {sid: r for sid, r in records.items() if r.error is None}
-        failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
-        apply_judgments(cell, plan.judges.get(cell.task.name), store, ok, failures)
-        result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
-        tokens = {sid: t for sid, r in ok.items() if (t := record_tokens(r)) is not None}
-        out.append(ScoredCell(cell, result, failures, tokens))
+    """Finalize every cell of the plan from its stored records; a cell whose records are those of an
+    earlier scoring reads its result and finish rows from the store instead (keep_scored)."""
+    raw = {cell.key: store.raw_rows(cell.key) for cell in plan.cells}
+    digests = {key: record_hash(key, rows) for key, rows in raw.items()}
+    kept = store.get_scored([f"{kind}:{d}" for d in digests.values() for kind in ("cell", "rows")])
+    out = []
+    for c in plan.cells:
+        setup = plan.judges.get(c.task.name)
+        s = (
+            _scored(c, store, raw[c.key], digests[c.key], kept)
+            if setup is None
+            else _judged(c, setup, store, raw[c.key])
+        )
+        s.tokens = rows_tokens(raw[c.key], s.failures)
+        out.append(s)
     return out
+
+
+def keep_scored(store: Store, scored: list[ScoredCell]) -> None:
+    """Write what this scoring added (new cell results, new finish rows) to the store, in one go."""
+    items: dict[str, bytes] = {}
+    for s in scored:
+        if s.cache is not None:
+            items.update(s.cache.to_store())
+    store.put_scored(items)
 
 
 def cell_data(scored: list[ScoredCell]) -> list[CellData]:

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE TABLE IF NOT EXISTS cells (cell TEXT PRIMARY KEY, description TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, arrays BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS scored (key TEXT PRIMARY KEY, value BLOB NOT NULL);
 """
 
 
@@ -198,20 +199,29 @@ class Store:
                 rows,
             )
 
-    def read(self, cell: str) -> dict[str, Record]:
-        """All records of a cell by sample id."""
+    def raw_rows(self, cell: str) -> list[tuple[str, str | None, bytes | None, str | None, float]]:
+        """A cell's records as stored (sample id, output JSON, arrays, error, seconds), by sample id: cheap
+        to hash, and decode() turns them into records."""
+        rows = self._rows(
+            "SELECT sample_id, output, arrays, error, seconds FROM records WHERE cell=? ORDER BY sample_id",
+            (cell,),
+        )
+        return [(str(sid), out, arr, err, float(sec)) for sid, out, arr, err, sec in rows]
+
+    def decode(
+        self, cell: str, rows: Iterable[tuple[str, str | None, bytes | None, str | None, float]]
+    ) -> dict[str, Record]:
+        """Records of raw_rows by sample id (StoreError naming a corrupt one)."""
         out: dict[str, Record] = {}
-        for sid, output, arrays, error, seconds in self._rows(
-            "SELECT sample_id, output, arrays, error, seconds FROM records WHERE cell=?", (cell,)
-        ):
+        for sid, output, arrays, error, seconds in rows:
             try:
-                out[str(sid)] = Record(
-                    sample_id=str(sid),
+                out[sid] = Record(
+                    sample_id=sid,
                     # repaired on reading too: a store written before the rule may hold a lone surrogate
                     output=None if output is None else repair_value(json.loads(output)),
                     arrays=_unpack_arrays(arrays),
                     error=None if error is None else repair_text(str(error)),
-                    seconds=float(seconds),
+                    seconds=seconds,
                 )
             except (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as e:
                 raise StoreError(
@@ -219,6 +229,10 @@ class Store:
                     f"delete that row or use a fresh --out"
                 ) from None
         return out
+
+    def read(self, cell: str) -> dict[str, Record]:
+        """All records of a cell by sample id."""
+        return self.decode(cell, self.raw_rows(cell))
 
     def count(self, cell: str | None = None) -> int:
         if cell is None:
@@ -251,6 +265,27 @@ class Store:
 
     def feature_bytes(self) -> int:
         return int(self._db.execute("SELECT COALESCE(SUM(LENGTH(arrays)), 0) FROM features").fetchone()[0])
+
+    # --- scored parts (runner/score_cache.py): cell results and finish rows by content hash --------
+    def get_scored(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The stored values of those keys that have one."""
+        wanted = sorted(set(keys))
+        out: dict[str, bytes] = {}
+        for i in range(0, len(wanted), 500):  # SQLite caps the number of bound parameters
+            part = wanted[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for k, v in self._rows(f"SELECT key, value FROM scored WHERE key IN ({marks})", tuple(part)):
+                out[str(k)] = bytes(v)
+        return out
+
+    def put_scored(self, items: Mapping[str, bytes]) -> None:
+        """Keep values by key in one transaction (a cell's finish rows grow as new sums are scored)."""
+        if not items:
+            return
+        with self._writes(), self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO scored(key, value) VALUES (?, ?)", sorted(items.items())
+            )
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection) -> None:

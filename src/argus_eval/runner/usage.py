@@ -7,7 +7,8 @@ the same batch), so request i belongs to the batch's (i mod n)-th answered recor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from argus_eval.tasks.records import Record
@@ -31,7 +32,16 @@ def attach_usage(model: object, records: Sequence[Record]) -> None:
             rec.output[USAGE_KEY] = tokens
 
 
-def record_tokens(record: Record) -> dict[str, int] | None:
-    """The tokens stored on a record; None when its model reported none."""
-    usage = (record.output or {}).get(USAGE_KEY)
-    return dict(usage) if isinstance(usage, dict) else None
+def rows_tokens(
+    rows: Iterable[tuple[str, str | None, bytes | None, str | None, float]], failures: Collection[str]
+) -> dict[str, dict[str, int]]:
+    """sample id -> the tokens stored on its record, for the answered samples of a cell's stored rows
+    (as Store.raw_rows gives them: the output JSON is parsed only where it holds usage)."""
+    out: dict[str, dict[str, int]] = {}
+    for sid, output, _arrays, error, _seconds in rows:
+        if error is not None or sid in failures or output is None or f'"{USAGE_KEY}"' not in output:
+            continue
+        usage = json.loads(output).get(USAGE_KEY)
+        if isinstance(usage, dict):
+            out[sid] = {k: int(v) for k, v in usage.items()}
+    return out
