@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from argus_eval.models import embed_memo
+from argus_eval.models.hf_common import to_pil
 from argus_eval.models.loading import load_model
 from argus_eval.models.pixel_memo import PixelMemo
 from argus_eval.models.spec import ModelConfig
@@ -32,11 +33,9 @@ def test_remembered_pixels_equal_the_processors_own(spec: str) -> None:
     images = _images()
     if hasattr(model, "_chat"):
         texts = [model._chat(f"question {i}?") for i in range(len(images))]  # type: ignore[attr-defined]
-        pil = [[im] for im in __import__("argus_eval.models.hf_common", fromlist=["to_pil"]).to_pil(images)]
+        pil = [[im] for im in to_pil(images)]
         kwargs = {"text": texts, "images": pil, "padding": True, "add_special_tokens": False}
     else:
-        from argus_eval.models.hf_common import to_pil
-
         kwargs = {"images": to_pil(images)}
     for _ in range(2):  # a first pass that fills the memo, then one served from it
         got = processor(**kwargs, return_tensors="pt")
