@@ -167,3 +167,19 @@ def test_timing_runs_on_the_configured_cpu_threads_and_restores_them() -> None:
     assert torch.get_num_threads() == before
     with profiling.cpu_threads(None):
         assert torch.get_num_threads() == before
+
+
+def test_rounds_stop_once_every_e_interval_is_narrow_enough(tmp_path: Path) -> None:
+    raw = _two_models(tmp_path / "cache", trials=6)
+    raw["efficiency"].update(min_trials=2, max_e_width=1.0)  # E is in [0, 1]: any interval is narrower
+    res = results_json(run(parse_config(raw, "test"), tmp_path / "wide", quiet=True).results)
+    stop = res["timing"]["stopping"]
+    assert (stop["reason"], stop["rounds"], stop["min_rounds"], stop["max_rounds"]) == ("width", 2, 2, 6)
+    assert all(len(t["trials"]) == 2 for t in res["timing"]["per_task"])
+    widths = [m["intervals"]["E"][1] - m["intervals"]["E"][0] for m in res["models"].values()]
+    assert stop["widest_e_interval"] == pytest.approx(max(widths), abs=1e-12)  # E's own interval
+    raw["efficiency"].update(max_e_width=None)  # no width rule: the cap
+    res = results_json(run(parse_config(raw, "test"), tmp_path / "cap", quiet=True).results)
+    stop = res["timing"]["stopping"]
+    assert (stop["reason"], stop["rounds"], stop["widest_e_interval"]) == ("cap", 6, None)
+    assert all(len(t["trials"]) == 6 for t in res["timing"]["per_task"])

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from argus_eval.errors import ArgusError
+from argus_eval.runner.threads import quiet_openmp
 
 try:  # typer vendors click from 0.2x on; usage errors are raised from its copy
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -19,6 +20,9 @@ except ImportError:  # pragma: no cover (an older typer raises click's own)
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[assignment]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never hit a hub by accident; a user can export 0 to allow it
+# before anything loads torch (nothing above does): its OpenMP runtime reads the wait policy once, as it
+# starts, and idle workers that spin take the cores a busy machine has left (runner/threads.py)
+quiet_openmp()
 
 app = typer.Typer(
     add_completion=False,

@@ -26,6 +26,7 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
+from argus_eval.models.pixel_memo import remember_pixels
 from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, SCORE_PAIRS
 
@@ -33,6 +34,7 @@ from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, SCORE_PAIRS
 class _BlipBase(HFAdapterBase):
     def __init__(self, req: LoadRequest, model: Any, processor: Any, caps: frozenset[str]) -> None:
         super().__init__(req, model, caps)
+        remember_pixels(processor)  # one image under many questions and controls: processed once
         self.processor = processor
         self.tokenizer = processor.tokenizer
 

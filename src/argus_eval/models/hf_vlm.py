@@ -33,6 +33,7 @@ from argus_eval.models.hf_common import (
     hf_module,
     to_pil,
 )
+from argus_eval.models.pixel_memo import remember_pixels
 from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.models.vlm_pool import pool_images, pool_texts
@@ -44,6 +45,7 @@ class VLMAdapter(HFAdapterBase):
 
     def __init__(self, req: LoadRequest, model: Any, processor: Any) -> None:
         super().__init__(req, model, frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL}))
+        remember_pixels(processor)  # one image under many questions, tasks and controls: processed once
         self.processor = processor
         self.tokenizer = processor.tokenizer
         # Decoder-only generation must pad on the left; Qwen's tokenizer reloads with 'right'

@@ -114,6 +114,19 @@ class LeftOut(Block):
     reason: str
 
 
+class TimingStop(Block):
+    """When the timing rounds stopped: the rule, its width and round bounds, the rounds run, why
+    ("width": every E interval narrow enough; "cap": max_rounds reached), and the widest E interval."""
+
+    rule: str
+    max_width: Measured | None
+    min_rounds: int
+    max_rounds: int
+    rounds: int
+    reason: str
+    widest_e_interval: Measured | None
+
+
 class Timing(Block):
     """The run's timing trials, their noise, and what was left out of E and why."""
 
@@ -125,3 +138,4 @@ class Timing(Block):
     undefined: dict[str, str]
     left_out: list[LeftOut]
     per_task: list[TaskTimingBlock]
+    stopping: TimingStop | None = None  # absent in results written before the rule

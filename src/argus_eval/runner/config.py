@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from argus_eval.data.formats import FORMATS, DatasetOptions
@@ -42,8 +51,19 @@ class EfficiencyConfig(BaseModel):
     trials: StrictInt = Field(
         default=5,
         ge=1,
-        description="Timing trials per (model, task), interleaved across models; the bootstrap "
-        "resamples them.",
+        description="At most this many timing trials (rounds) per (model, task), interleaved across "
+        "models; the bootstrap resamples them.",
+    )
+    min_trials: StrictInt = Field(
+        default=3, ge=1, description="Rounds always run before the width rule may stop the trials."
+    )
+    # 0.1: narrower than every E interval of the default suite's five-round runs on a 2-core machine
+    # (0.13 to 0.36), so a run that stops on the width is never less certain about E than five rounds
+    max_e_width: StrictFloat | None = Field(
+        default=0.1,
+        gt=0,
+        description="Stop the rounds once every model's E interval is at most this wide (E is in [0, 1]); "
+        "None: always run `trials` rounds.",
     )
     cpu_threads: StrictInt | None = Field(
         default=1,
@@ -69,6 +89,12 @@ class RunConfig(BaseModel):
     scoring: ScoringOptions = Field(default_factory=ScoringOptions)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     executor: str = Field(default="local", description="Registered executor: local (default) or ray.")
+    threads: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        description="torch CPU threads for model work; None: every core this process may use (affinity "
+        "and cgroup quota). More than the available cores is clipped, with a note in results.json.",
+    )
     executor_options: dict[str, Any] = Field(default_factory=dict)
     cache_dir: Path | None = Field(default=None, description="Where generated data is cached.")
     data_root: Path | None = Field(
@@ -118,6 +144,7 @@ class RunConfig(BaseModel):
             executor=self.executor,
             executor_options=executor_options,
             cache_dir=self.cache_dir,
+            threads=self.threads,
             written=self,
         )
 
@@ -165,6 +192,7 @@ class RunSpec(BaseModel):
     executor_options: ExecutorOptions
     cache_dir: Path | None
     written: RunConfig
+    threads: int | None = None  # torch CPU threads asked for (runner/threads.py clips them to the cores)
 
 
 def _check_task_keys(models: Sequence[ModelConfig]) -> None:

@@ -31,6 +31,7 @@ from argus_eval.runner.results import build_results, timing_block
 from argus_eval.runner.score import keep_scored, score_cells, write_samples
 from argus_eval.runner.skipped import skip_notes, write_skipped
 from argus_eval.runner.store import Store
+from argus_eval.runner.threads import plan_threads, using
 from argus_eval.tasks.registry import make_tasks
 
 
@@ -154,7 +155,8 @@ def run(
     t0 = time.perf_counter()
     prepare_out_dir(out_dir)
     pool = ModelPool(loader)
-    with Store(out_dir / "store.sqlite") as store:
+    threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads)
+    with Store(out_dir / "store.sqlite") as store, using(threads):
         try:
             plan = plan_run(cfg, store, pool, strict)
             plan.retry_failed = retry_failed
@@ -172,7 +174,9 @@ def run(
             judged = judge_plan(plan, store, pool, cfg.seed, strict) if plan.judges else JudgeStats()
             t_prof = time.perf_counter()
             # after every cell, so that all models are timed side by side, interleaved (profiling.py)
-            profiles = profile_plan(plan, store, pool, cfg) if cfg.efficiency.enabled else Profiles()
+            profiles = (
+                profile_plan(plan, store, pool, cfg, threads.timing) if cfg.efficiency.enabled else Profiles()
+            )
             t_score = time.perf_counter()
             stats.forward_calls = pool.forward_calls + stats.remote_forward_calls
         finally:
@@ -187,7 +191,7 @@ def run(
         "seeds": {"run": cfg.seed, "bootstrap": cfg.scoring.seed},
         "versions": package_versions(),
         "git": git_revision(),
-        "hardware": hardware(),
+        "hardware": {**hardware(), "threads": threads.to_json()},
         "models": models_manifest(cfg.models, plan),
         "datasets": {
             c.dataset.name: {"fingerprint": c.dataset.fingerprint, "skipped_records": len(c.dataset.skipped)}
@@ -208,7 +212,7 @@ def run(
         manifest,
         plan.not_loaded,
         plan.not_run,
-        skip_notes(plan.datasets),
+        [*skip_notes(plan.datasets), *threads.notes],
         judges_block(plan, scored),
     )
     with Store(out_dir / "store.sqlite") as store:  # what scoring added, for the next rerun

@@ -33,6 +33,7 @@ from argus_eval.runner.local import ModelPool
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
+from argus_eval.runner.trial_stop import StopRecord, e_widths, narrow_enough
 from argus_eval.tasks.base import Prepared
 
 # Families whose figures would describe the client process and the network, not the model.
@@ -50,6 +51,7 @@ class Profiles:
     left_out: dict[tuple[str, str], str] = field(default_factory=dict)
     failed_trials: int = 0
     reused_trials: int = 0
+    stop: StopRecord | None = None  # the stopping rule of the rounds and what it did
 
 
 def _probe_inputs(cell: Cell, n: int, seed: int, images: ImageCache) -> list[Prepared]:
@@ -81,7 +83,8 @@ def timing_cells(plan: Plan) -> list[Cell]:
 
 
 def _key(cell: Cell, cfg: RunSpec, hw_id: str, part: str) -> str:
-    eff = cfg.efficiency.model_dump()
+    # the stopping rule's settings stay out: a changed rule reuses the trials already measured
+    eff = cfg.efficiency.model_dump(exclude={"min_trials", "max_e_width"})
     # the model's name too: two entries of one checkpoint are timed separately, so each keeps its own trials
     unit = (cell.model.name, cell.model_fp, cell.task.name, cell.protocol.name)
     helpers = [list(cell.helper_fps)] if cell.helper_fps else []  # a first stage is timed with the cell
@@ -108,6 +111,7 @@ class _Unit:
         self.warm = False
         self.trials: dict[int, Trial] = {}
         self.failed = 0
+        self._static: dict[str, Any] | None = None
         for i in range(cfg.efficiency.trials):
             got = store.get_profile(_key(cell, cfg, self.hw["id"], f"trial{i}"))
             if got is not None:
@@ -152,9 +156,12 @@ class _Unit:
     def static(self, model: Model) -> dict[str, Any]:
         # "work": FLOPs with the passes over the weights; a store holding figures without passes
         # (written under "static") counts them again
+        if self._static is not None:  # the stopping rule asks after every round
+            return self._static
         key = _key(self.cell, self.cfg, self.hw["id"], "work")
         got = self.store.get_profile(key)
         if got is not None:
+            self._static = got
             return got
         run = self.run_batch(model)
         info = model.info
@@ -169,6 +176,7 @@ class _Unit:
             "passes": passes_to_json(work.passes),
         }
         self.store.put_profile(key, data)
+        self._static = data
         return data
 
     def timing(self, static: dict[str, Any], params: int | None) -> TaskTiming:
@@ -186,6 +194,33 @@ class _Unit:
             failed_trials=self.failed,
             passes=passes_from_json(static.get("passes")),
         )
+
+
+def _timings(
+    units: dict[tuple[str, str], _Unit],
+    models: dict[tuple[str, str], Model],
+    out: Profiles,
+    rounds: int | None = None,
+) -> dict[tuple[str, str], TaskTiming]:
+    """The timings of every unit with trials so far (memory and FLOPs measured once, on first need).
+    After the last round (rounds given), a unit without trials, or whose memory/FLOPs cannot be
+    measured, is left out with the reason; before it, such a unit is only passed over."""
+    timings: dict[tuple[str, str], TaskTiming] = {}
+    for key, unit in units.items():
+        if key in out.left_out:
+            continue
+        if not unit.trials:
+            if rounds is not None:
+                out.left_out[key] = f"all {rounds} timing trials failed"
+            continue
+        try:
+            static = unit.static(models[key])
+        except (ArgusError, RuntimeError, ValueError, OSError) as exc:
+            if rounds is not None:
+                out.left_out[key] = f"memory/FLOPs could not be measured ({exc})"
+            continue
+        timings[key] = unit.timing(static, models[key].info.params)
+    return timings
 
 
 def _summary(timings: list[TaskTiming], native_task: str | None) -> EfficiencyProfile | None:
@@ -228,9 +263,14 @@ def cpu_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Profiles:
-    """Timing trials of every (model, task), interleaved; stored trials are reused, missing ones measured."""
-    with cpu_threads(cfg.efficiency.cpu_threads):
+def profile_plan(
+    plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec, threads: int | None = None
+) -> Profiles:
+    """Timing trials of every (model, task), interleaved; stored trials are reused, missing ones measured.
+
+    threads: torch threads while timing (efficiency.cpu_threads clipped to the cores; runner/threads.py);
+    None reads the config's as written."""
+    with cpu_threads(cfg.efficiency.cpu_threads if threads is None else threads):
         return _profile_plan(plan, store, pool, cfg)
 
 
@@ -257,27 +297,31 @@ def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Pr
             continue
         models[(c.model.name, c.task.name)] = model
         units[(c.model.name, c.task.name)] = _Unit(c, cfg, store, helpers)
-    for i in range(cfg.efficiency.trials):  # interleaved: every unit's trial i before any trial i + 1
+    eff = cfg.efficiency
+    rounds, reason, widest = 0, "cap", None
+    for i in range(eff.trials):  # interleaved: every unit's trial i before any trial i + 1
         for unit_key, unit in units.items():
             if i not in unit.trials and unit_key not in out.left_out:
                 try:
                     unit.trial(i, models[unit_key])
                 except SampleError as exc:
                     out.left_out[unit_key] = str(exc)
+        rounds = i + 1
+        if eff.max_e_width is not None and rounds >= eff.min_trials and rounds < eff.trials:
+            widths = e_widths(_timings(units, models, out), cfg.scoring, out.undefined)
+            widest = max(widths.values(), default=None)
+            if narrow_enough(widths, eff.max_e_width):
+                reason = "width"
+                break
+    out.timings = _timings(units, models, out, rounds)
+    if reason == "cap" and eff.max_e_width is not None:  # the widest E interval of the rounds run
+        widest = max(e_widths(out.timings, cfg.scoring, out.undefined).values(), default=None)
+    out.stop = StopRecord(eff.max_e_width, eff.min_trials, eff.trials, rounds, reason, widest)
     by_model: dict[str, list[TaskTiming]] = {}
-    for (name, task), unit in units.items():
+    for unit in units.values():
         out.failed_trials += unit.failed
         out.reused_trials += unit.reused
-        if not unit.trials:
-            out.left_out.setdefault((name, task), f"all {cfg.efficiency.trials} timing trials failed")
-            continue
-        try:
-            static = unit.static(models[(name, task)])
-        except (ArgusError, RuntimeError, ValueError, OSError) as exc:
-            out.left_out[(name, task)] = f"memory/FLOPs could not be measured ({exc})"
-            continue
-        timing = unit.timing(static, models[(name, task)].info.params)
-        out.timings[(name, task)] = timing
+    for (name, _task), timing in out.timings.items():
         by_model.setdefault(name, []).append(timing)
     for m in cfg.models:
         native = next((c.task.name for c in cells if c.model.name == m.name and c.protocol.native), None)

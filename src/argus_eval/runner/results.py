@@ -12,7 +12,14 @@ from argus_eval.efficiency.trials import summary_spread
 from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.results_model import SCHEMA, Results
 from argus_eval.results_model.cells import CellSummary
-from argus_eval.results_model.efficiency import LeftOut, Projection, TaskTimingBlock, Timing, TimingNoise
+from argus_eval.results_model.efficiency import (
+    LeftOut,
+    Projection,
+    TaskTimingBlock,
+    Timing,
+    TimingNoise,
+    TimingStop,
+)
 from argus_eval.results_model.failures import Failures
 from argus_eval.results_model.judges import Judge
 from argus_eval.results_model.manifest import Manifest
@@ -100,6 +107,7 @@ def timing_block(prof: Profiles, trials_per_task: int) -> Timing:
         undefined=dict(sorted(prof.undefined.items())),
         left_out=[LeftOut(model=m, task=t, reason=r) for (m, t), r in sorted(prof.left_out.items())],
         per_task=[TaskTimingBlock(**t.to_json()) for _k, t in sorted(prof.timings.items())],
+        stopping=None if prof.stop is None else TimingStop.model_validate(prof.stop.to_json()),
     )
 
 
