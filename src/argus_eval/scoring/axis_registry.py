@@ -79,6 +79,12 @@ def register_axis(spec: AxisSpec) -> AxisSpec:
     """Declare an axis (a second axis of the same name is a ValueError)."""
     if not isinstance(spec, AxisSpec):
         raise TypeError(f"register_axis takes an AxisSpec, got {type(spec).__name__}")
+    if (
+        spec.weight is not None
+        and "ARGUS" in AXIS_REGISTRY
+        and spec.order >= AXIS_REGISTRY.get("ARGUS").order
+    ):
+        raise ValueError(f"axis {spec.name!r} is weighted into ARGUS, so its order must come before ARGUS's")
     AXIS_REGISTRY.register(spec.name, spec)
     return spec
 
