@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from argus_eval.errors import ConfigError
 from argus_eval.registry import Registry
@@ -33,10 +33,22 @@ from argus_eval.scoring.pair_parts import (
 )
 from argus_eval.scoring.types import AxisSeries, FloatArray
 
-if TYPE_CHECKING:  # options reads the registry for the weights; the registry needs its type only
-    from argus_eval.scoring.options import ScoringOptions
-
 AXIS_GROUP = "argus_eval.axes"
+
+
+class _Terms(Protocol):
+    def as_dict(self) -> dict[str, float]: ...
+
+
+class AxisOptions(Protocol):
+    """The scoring options an axis reads; scoring.options.ScoringOptions is one (it reads this registry
+    for the ARGUS terms, so the registry names the options by what they offer)."""
+
+    @property
+    def cdc_variant(self) -> str: ...
+
+    @property
+    def weights(self) -> _Terms: ...
 
 
 @dataclass(frozen=True)
@@ -51,7 +63,7 @@ class AxisInputs:
     ratios: Mapping[str, FloatArray]  # perturbed cell label -> retention rows
     unpaired: Mapping[str, str]  # perturbed cell label -> why it has no clean partner
     efficiency: AxisSeries
-    options: ScoringOptions
+    options: AxisOptions
     axes: Mapping[str, AxisSeries]  # the axes computed before this one
 
 
