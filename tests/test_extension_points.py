@@ -72,7 +72,8 @@ def _write_toy_data(root: Path) -> Path:
     return root / "toy.jsonl"
 
 
-def test_toy_format_and_toy_task_run_end_to_end(tmp_path: Path, toy_plugins: None) -> None:
+@pytest.mark.usefixtures("toy_plugins")
+def test_toy_format_and_toy_task_run_end_to_end(tmp_path: Path) -> None:
     lines = _write_toy_data(tmp_path / "data")
     config = {
         "name": "toy",
