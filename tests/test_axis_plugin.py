@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from argus_eval.advisor import Constraints, parse_weights
+from argus_eval.errors import ConfigError, UnknownNameError
 from argus_eval.report.build import write_reports
 from argus_eval.scoring.axis_registry import AXIS_REGISTRY, AxisInputs, AxisSpec, axis_names, register_axis
 from argus_eval.scoring.headtohead import head_to_head
@@ -18,6 +20,7 @@ from argus_eval.scoring.pair_parts import PairInputs, Parts, shared_clean, wins
 from argus_eval.scoring.types import AxisSeries
 from pipeline_fixtures import cli
 from report_fixtures import make_run
+from test_advisor_builder import advise, model, results
 
 TOY = "TOY"
 TOY_WEIGHT = 0.2
@@ -143,3 +146,29 @@ def test_recommend_refuses_a_floor_on_an_axis_the_run_lacks(
     assert code == 2 and "--min takes NAME=VALUE pairs separated by commas, got 'CDC'" in out
     code, out = cli(["recommend", str(run_dir), "--min", "CDC=1.5"], monkeypatch, capsys)
     assert code == 2 and "--min CDC= (min_axes) must be at most 1, got 1.5" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("P=x", "--weights: P='x' is not a number"),
+        ("P=0.5,P=0.2", "--weights names P twice"),
+        ("P=0.5,=0.2", "--weights takes NAME=VALUE pairs separated by commas, got '=0.2'"),
+        ("P=0,CDC=0", "--weights: weights sum to 0; at least one must be > 0"),
+        ("P=-1,CDC=1", "--weights: weights must be finite and >= 0 (P=-1.0)"),
+    ],
+)
+def test_bad_named_weights_name_the_option(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as ei:
+        parse_weights(text)
+    assert str(ei.value) == message
+
+
+def test_named_weights_over_the_runs_terms() -> None:
+    data = results({"a": model(0.9, 0.5, 0.5, 0.5), "b": model(0.5, 0.9, 0.9, 0.9)})
+    assert advise(data, Constraints(weights={"P": 1.0})).winner == "a"  # CDC, RR, E not named: 0
+    assert advise(data, Constraints(weights={"CDC": 1.0, "E": 1.0})).winner == "b"
+    with pytest.raises(
+        UnknownNameError, match="'TOY' is not an ARGUS term of this run; valid: P, CDC, RR, E"
+    ):
+        advise(data, Constraints(weights={"TOY": 1.0}))
