@@ -172,9 +172,18 @@ def recommend(
     max_latency_ms: Annotated[float | None, typer.Option("--max-latency-ms", help="p50 at batch 1.")] = None,
     max_memory_gb: Annotated[float | None, typer.Option("--max-memory-gb", help="Peak memory, GB.")] = None,
     min_rr: Annotated[float | None, typer.Option("--min-rr", help="Robustness retention floor.")] = None,
-    weights: Annotated[str | None, typer.Option("--weights", help="ARGUS weights P,CDC,RR,E.")] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option("--weights", help="ARGUS weights P,CDC,RR,E, or NAME=W,... over the run's terms."),
+    ] = None,
     task: Annotated[str | None, typer.Option("--task", help="Restrict P to one task.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    min_axes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--min", help="Floor on any axis of the run, AXIS=VALUE (repeatable), e.g. --min CDC=0.8."
+        ),
+    ] = None,
 ) -> None:
     """Recommend a model under deployment constraints, from results.json (exit 1: no model fits)."""
     from argus_eval.commands.recommend_cmd import recommend_command
@@ -189,6 +198,7 @@ def recommend(
         weights=weights,
         task=task,
         as_json=as_json,
+        min_axes=min_axes,
     )
     if code:
         raise typer.Exit(code)

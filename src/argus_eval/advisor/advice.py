@@ -152,10 +152,15 @@ def advise(results: Results, constraints: Constraints) -> Advice:
     """The deployment advice for one run's results under `constraints` (see docs/advisor.md)."""
     run = read_view(results)
     _require_efficiency(run, constraints)
+    unknown = [a for a in constraints.min_axes if a not in run.axes]
+    if unknown:
+        raise UnknownNameError(
+            f"--min {unknown[0]}=: not an axis of this run; valid: {', '.join(run.axes)} (results.json axes)"
+        )
     task, notes = _task_p(run, constraints.task)
     w = weighting(run, constraints.weights, task)
     candidates = [_candidate(run, name, constraints, w) for name in run.models]
-    notes += _notes(constraints, candidates, w.weights["E"])
+    notes += _notes(constraints, candidates, w.weights.get("E", 0.0))
     eligible = sorted((c for c in candidates if c.eligible), key=lambda c: (-(c.score or 0.0), c.name))
     with_p = [c for c in candidates if c.p is not None]
     # highest P; equal P goes to the first name, so the answer does not depend on dict order
@@ -205,4 +210,5 @@ def advise(results: Results, constraints: Constraints) -> Advice:
 
 
 def _has_limits(c: Constraints) -> bool:
-    return any(v is not None for v in (c.device, c.max_latency_ms, c.max_memory_gb, c.min_rr, c.task))
+    limits = (c.device, c.max_latency_ms, c.max_memory_gb, c.min_rr, c.task)
+    return bool(c.min_axes) or any(v is not None for v in limits)

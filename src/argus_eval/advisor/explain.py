@@ -9,7 +9,6 @@ from argus_eval.advisor.figures import DeviceFigures
 from argus_eval.advisor.ranking import Confidence, Weighting
 from argus_eval.advisor.rules import Violation
 
-GAIN_AXES = ("CDC", "RR", "E")
 MIN_GAIN = 0.0005  # smaller differences print as 0.000 and say nothing
 MAX_MISSES = 5
 
@@ -39,9 +38,10 @@ def _weights_text(w: Weighting) -> str:
     return f"with weights {parts}{task}"
 
 
-def _gains(winner: Candidate, best: Candidate) -> list[str]:
+def _gains(winner: Candidate, best: Candidate, terms: Sequence[str]) -> list[str]:
+    """What the winner gains over the most capable model on the ARGUS terms other than P, and latency."""
     out = []
-    for a in GAIN_AXES:
+    for a in (t for t in terms if t != "P"):
         mine, theirs = winner.axes[a], best.axes[a]
         if mine is not None and theirs is not None and mine - theirs >= MIN_GAIN:
             out.append(f"{a} +{mine - theirs:.3f}")
@@ -59,7 +59,7 @@ def choice_sentence(label: str, winner: Candidate, best: Candidate | None, w: We
     if best.name == winner.name or winner.p >= best.p:
         return f"{head}; it is also the most capable model (P {winner.p:.3f}), so it gives up no capability."
     excluded = ", which the constraints exclude" if not best.eligible else ""
-    gains = _gains(winner, best)
+    gains = _gains(winner, best, list(w.weights))
     trade = f" for {', '.join(gains)}" if gains else " and is better on no other axis"
     return (
         f"{head}; against {best.name}, the most capable model (P {best.p:.3f}){excluded}, "

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from argus_eval.advisor.constraints import AXIS_ORDER, Weights
+from argus_eval.advisor.constraints import NamedWeights, Weights, named
 from argus_eval.advisor.view import Interval, ModelView, RunView
+from argus_eval.errors import UnknownNameError
 from argus_eval.results_model.weights import normalised
 
 POINT_TIE = 1e-9
@@ -27,12 +28,19 @@ class Weighting:
     task: str | None
 
 
-def weighting(run: RunView, weights: Weights | None, task: str | None) -> Weighting:
+def weighting(run: RunView, weights: Weights | NamedWeights | None, task: str | None) -> Weighting:
     """The run's own ARGUS is reused (with its intervals and pairwise shares) only when the weights equal
-    the run's after normalisation and P is not restricted to a task."""
+    the run's after normalisation and P is not restricted to a task. Weights are over the run's ARGUS
+    terms (its results.json): a term the weights do not name weighs 0."""
     run_w = normalised(run.weights)
-    chosen = run_w if weights is None else normalised(dict(zip(AXIS_ORDER, weights, strict=True)))
-    same = all(math.isclose(chosen[a], run_w[a], rel_tol=1e-9, abs_tol=1e-12) for a in AXIS_ORDER)
+    given = {} if weights is None else named(weights)
+    unknown = [a for a in given if a not in run_w]
+    if unknown:
+        raise UnknownNameError(
+            f"--weights: {unknown[0]!r} is not an ARGUS term of this run; valid: {', '.join(run_w)}"
+        )
+    chosen = run_w if weights is None else normalised({a: given.get(a, 0.0) for a in run_w})
+    same = all(math.isclose(chosen[a], run_w[a], rel_tol=1e-9, abs_tol=1e-12) for a in run_w)
     return Weighting(chosen, same and task is None, task)
 
 
@@ -50,7 +58,7 @@ def score(model: ModelView, p: float | None, w: Weighting) -> Score:
     if w.own:
         overall = model.row.value("ARGUS")
         return Score(overall, {} if overall is not None else {"ARGUS": model.row.why_undefined("ARGUS")})
-    terms = {**{a: model.row.value(a) for a in AXIS_ORDER}, "P": p}
+    terms = {**{a: model.row.value(a) for a in w.weights}, "P": p}
     left_out = {a: model.row.why_undefined(a) for a, wt in w.weights.items() if wt > 0 and terms[a] is None}
     used = {a: wt for a, wt in w.weights.items() if wt > 0 and terms[a] is not None}
     if not used:

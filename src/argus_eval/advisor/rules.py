@@ -83,9 +83,14 @@ class Check:
     required: bool = True
 
 
-def _rr(model: ModelView, _figs: DeviceFigures) -> Figure:
-    value = model.row.value("RR")
-    return Figure(value, None, "" if value is not None else model.row.why_undefined("RR"))
+def _axis_figure(axis: str) -> Callable[[ModelView, DeviceFigures], Figure]:
+    """The model's value on an axis, with the recorded reason when it is undefined."""
+
+    def figure(model: ModelView, _figs: DeviceFigures) -> Figure:
+        value = model.row.value(axis)
+        return Figure(value, None, "" if value is not None else model.row.why_undefined(axis))
+
+    return figure
 
 
 def _device_memory(c: Constraints, f: DeviceFigures) -> float | None:
@@ -102,17 +107,23 @@ CHECKS: dict[str, Check] = {
     "memory": Check("--max-memory-gb", "GB", True, lambda c, _f: c.max_memory_gb, lambda _m, f: f.memory_gb),
     # The device's own memory is an implicit limit: a known footprint above it excludes the model.
     "device memory": Check("--device", "GB", True, _device_memory, lambda _m, f: f.memory_gb, required=False),
-    "RR": Check("--min-rr", "", False, lambda c, _f: c.min_rr, _rr),
+    "RR": Check("--min-rr", "", False, lambda c, _f: c.min_rr, _axis_figure("RR")),
 }
 
 # Checks that need efficiency figures from results.json.
 EFFICIENCY_CHECKS = ("latency", "memory")
 
 
+def _floor(axis: str) -> Check:
+    """A floor on any axis of the run (--min AXIS=VALUE); an undefined value misses it."""
+    return Check(f"--min {axis}=", "", False, lambda c, _f: c.min_axes.get(axis), _axis_figure(axis))
+
+
 def violations(model: ModelView, figs: DeviceFigures, constraints: Constraints) -> list[Violation]:
     """Every constraint this model misses (an unknown figure misses a required constraint)."""
     out = []
-    for name, check in CHECKS.items():
+    floors = {a: _floor(a) for a in constraints.min_axes}
+    for name, check in {**CHECKS, **floors}.items():
         limit = check.limit(constraints, figs)
         if limit is None:
             continue

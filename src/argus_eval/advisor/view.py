@@ -12,7 +12,7 @@ from argus_eval.results_model import Results
 from argus_eval.results_model.efficiency import EfficiencyBlock
 from argus_eval.results_model.scorecard import ModelRow, Rankings
 
-SCORE_AXES = (*AXIS_ORDER, "ARGUS")
+BASE_AXES = (*AXIS_ORDER, "ARGUS")  # every run has these; a run's further ARGUS terms come from its file
 
 Interval = tuple[float, float] | None
 
@@ -29,8 +29,8 @@ class ModelView:
 
     @property
     def axes(self) -> dict[str, float | None]:
-        """The axes the advisor weighs (None where undefined)."""
-        return {a: self.row.value(a) for a in SCORE_AXES}
+        """Every axis of the model's row, as results.json lists them (None where undefined)."""
+        return self.row.axis_values()
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ class RunView:
     """The run's models, its own ARGUS weights, its rankings (bootstrap pairwise shares) and claim level."""
 
     models: dict[str, ModelView]
-    weights: dict[str, float]
+    weights: dict[str, float]  # the run's ARGUS terms (scoring_options.weights), in the file's order
+    axes: tuple[str, ...]  # the run's declared axes (results.axes)
     rankings: Rankings
     resamples: int | None
     # "A above B" needs at least this share of resamples (the run's scoring.claim_confidence)
@@ -61,7 +62,7 @@ def _weights(results: Results) -> dict[str, float]:
         raise ResultsError(
             f"results.json: scoring_options.weights.{missing[0]}: Field required (an ARGUS weight)"
         )
-    return {a: w[a] for a in AXIS_ORDER}
+    return dict(w)
 
 
 def read_view(results: Results) -> RunView:
@@ -69,9 +70,10 @@ def read_view(results: Results) -> RunView:
     if not results.models:
         raise ResultsError("results.json: models is empty; there is nothing to recommend")
     fallback = _cells_per_task(results)
+    w = _weights(results)
     models = {}
     for name, row in sorted(results.models.items()):
-        missing = [a for a in SCORE_AXES if a not in row.axis_values()]
+        missing = [a for a in (*BASE_AXES, *w) if a not in row.axis_values()]
         if missing:
             raise ResultsError(
                 f"results.json: models.{name}.{missing[0]}: Field required (the advisor needs it)"
@@ -86,7 +88,8 @@ def read_view(results: Results) -> RunView:
     boot = results.bootstrap
     return RunView(
         models,
-        _weights(results),
+        w,
+        results.axis_names,
         results.rankings,
         None if boot is None else boot.resamples,
         results.comparison.claim_confidence,

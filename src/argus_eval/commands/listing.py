@@ -44,14 +44,13 @@ COMPOSITE_NOTE = (
 
 
 def list_formats(console: Console, as_json: bool) -> None:
-    import argus_eval.data.loaders  # noqa: F401  (registers formats)
-    from argus_eval.data.formats import FORMATS
+    from argus_eval.data.formats import FORMATS, format_spec
 
     rows = [
         {
             "format": n,
-            "description": FORMATS.get(n).description,
-            "options": sorted(FORMATS.get(n).options.model_fields),
+            "description": format_spec(n).description,
+            "options": sorted(format_spec(n).options.model_fields),
         }
         for n in FORMATS.names()
     ]

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from argus_eval.advisor import Advice, Constraints, advise, parse_weights
+from argus_eval.advisor.constraints import parse_named
 from argus_eval.results_model import load_results
 
 NO_MODEL_EXIT = 1  # a valid answer ("nothing fits"), distinct from bad input (exit 2)
@@ -17,7 +18,8 @@ NO_MODEL_EXIT = 1  # a valid answer ("nothing fits"), distinct from bad input (e
 
 def _table(advice: Advice) -> Table:
     table = Table(title="candidates (est. = estimate, not a measurement)")
-    for col in ("model", "score", "P", "RR", "latency ms", "memory GB", "excluded by"):
+    floors = [a for a in advice.constraints.min_axes if a not in ("P", "RR")]  # axes given a floor
+    for col in ("model", "score", "P", "RR", *floors, "latency ms", "memory GB", "excluded by"):
         table.add_column(col)
 
     def num(v: float | None, fmt: str = ".3f") -> str:
@@ -29,7 +31,8 @@ def _table(advice: Advice) -> Table:
             c.name,
             num(c.score),
             num(c.p),
-            num(c.axes["RR"]),
+            num(c.axes.get("RR")),
+            *(num(c.axes.get(a)) for a in floors),
             num(lat.value, ".1f") + (" est." if lat.source == "estimate" else ""),
             num(mem.value, ".2f") + (" est." if mem.source == "estimate" else ""),
             ", ".join(v.constraint for v in c.violations),
@@ -48,8 +51,11 @@ def recommend_command(
     weights: str | None = None,
     task: str | None = None,
     as_json: bool = False,
+    min_axes: list[str] | None = None,
 ) -> int:
-    """Print the advice; returns the exit status (0 with a recommendation, NO_MODEL_EXIT without)."""
+    """Print the advice; returns the exit status (0 with a recommendation, NO_MODEL_EXIT without).
+    min_axes: "AXIS=VALUE" floors on any axis of the run (the --min option, repeatable)."""
+    floors = parse_named(",".join(min_axes), "--min") if min_axes else {}
     constraints = Constraints(
         label=device or "the run's hardware",
         device=device,
@@ -58,6 +64,7 @@ def recommend_command(
         min_rr=min_rr,
         weights=None if weights is None else parse_weights(weights),
         task=task,
+        min_axes=floors,
     )
     advice = advise(load_results(run_dir / "results.json"), constraints)
     if as_json:

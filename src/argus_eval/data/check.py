@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from argus_eval.data.formats import FORMATS, LoadContext, load_dataset
+from argus_eval.data.formats import LoadContext, format_spec, load_dataset
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.data.paths import image_inside_root
 from argus_eval.data.types import Dataset, SkippedRecord
@@ -100,7 +100,7 @@ def load_entry(entry: Mapping[str, Any], ctx: LoadContext) -> Dataset:
     fmt = entry.get("format")
     if not isinstance(fmt, str):
         raise ConfigError(f"dataset entry {dict(entry)!r}: missing 'format'")
-    spec = FORMATS.get(fmt)
+    spec = format_spec(fmt)
     try:
         options = spec.options.model_validate(dict(entry))
     except ValidationError as e:

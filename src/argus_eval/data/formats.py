@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from argus_eval.data.types import Dataset
-from argus_eval.errors import DatasetError
+from argus_eval.errors import ConfigError, DatasetError
 from argus_eval.registry import Registry
 
 
@@ -52,6 +52,33 @@ class FormatSpec:
 
 
 FORMATS: Registry[FormatSpec] = Registry("dataset format", entry_point_group="argus_eval.formats")
+# The built-in formats, defined and filled here: lazy "module:SPEC" entries, so a loader module (and what
+# it imports) loads on first use and importing the registry imports no loader. A plugin names its
+# FormatSpec in the entry-point group argus_eval.formats, or registers it with FORMATS.register.
+for _name, _module in {
+    "coco": "coco",
+    "karpathy": "karpathy",
+    "clevr": "clevr",
+    "vcr": "vcr",
+    "visual_genome": "visual_genome",
+    "vqa": "vqa",
+    "easy_vqa": "easy_vqa",
+    "hf_datasets": "hf_datasets",
+    "shapesworld": "shapesworld",
+    "vlmevalkit-tsv": "vlmevalkit",
+}.items():
+    FORMATS.register(_name, f"argus_eval.data.loaders.{_module}:SPEC")
+
+
+def format_spec(name: str) -> FormatSpec:
+    """The registered format, checked: an entry (a plugin's above all) must be a FormatSpec."""
+    spec = FORMATS.get(name)
+    if not isinstance(spec, FormatSpec):
+        raise ConfigError(
+            f"dataset format {name!r} is registered as {type(spec).__name__}, not a FormatSpec; "
+            "register a FormatSpec(options, load, description)"
+        )
+    return spec
 
 
 def load_dataset(options: DatasetOptions, ctx: LoadContext) -> Dataset:
@@ -59,7 +86,7 @@ def load_dataset(options: DatasetOptions, ctx: LoadContext) -> Dataset:
 
     A dataset without a single usable sample is one DatasetError naming its files (and the first skip):
     it would otherwise pass as a dataset that no task applies to."""
-    ds = FORMATS.get(options.format).load(options, ctx)
+    ds = format_spec(options.format).load(options, ctx)
     ds.name = options.name
     ds.allow_symlinks = options.allow_symlinks
     if not ds.samples:

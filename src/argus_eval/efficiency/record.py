@@ -24,7 +24,9 @@ class EfficiencyProfile:
     """Measured efficiency of one model.
 
     latency_ms_*: per sample at batch 1 after warm-up; throughput_per_s: samples per second at the
-    measured batch size; peak_memory_mb: GPU max_memory_allocated, or on CPU the process-wide peak RSS;
+    measured batch size; peak_memory_mb: the largest memory_mb over the model's tasks (efficiency/trials.py:
+    on CUDA max_memory_allocated during a batch, on CPU the weights, params x bytes per parameter; 0.0
+    when none was measured);
     flops_per_sample: 2 x multiply-accumulates of one sample (None when not counted); passes: that
     sample's passes over the weights with their FLOPs and weight bytes (work.py; None when not counted).
     """

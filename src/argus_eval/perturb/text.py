@@ -2,7 +2,8 @@
 
 Severity sets the share of words affected, WORD_FRACTIONS[severity - 1] (at least one word), so severity 5
 changes more than severity 1. Every call uses its own random.Random(seed), never the global state.
-Written here rather than taken from nlpaug/textattack, which need downloads or fail to install (ecosystem.md).
+Written here rather than taken from nlpaug or textattack, which need downloads (word lists, models) or
+fail to install.
 """
 
 from __future__ import annotations

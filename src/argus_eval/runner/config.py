@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from argus_eval.data.formats import FORMATS, DatasetOptions
+from argus_eval.data.formats import FORMATS, DatasetOptions, format_spec
 from argus_eval.errors import ArgusError, ConfigError
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
@@ -150,8 +150,6 @@ class RunConfig(BaseModel):
 
     def dataset_options(self) -> list[DatasetOptions]:
         """Each dataset entry validated by its format's own options model."""
-        import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
-
         out: list[DatasetOptions] = []
         for i, entry in enumerate(self.datasets):
             fmt = entry.get("format")
@@ -159,7 +157,7 @@ class RunConfig(BaseModel):
                 raise ConfigError(
                     f"datasets[{i}]: missing key 'format' (one of {', '.join(FORMATS.names())})"
                 )
-            spec = FORMATS.get(fmt)
+            spec = format_spec(fmt)
             try:
                 out.append(_rooted(spec.options.model_validate(entry), self.data_root))
             except ValidationError as e:
@@ -197,8 +195,6 @@ class RunSpec(BaseModel):
 
 def _check_task_keys(models: Sequence[ModelConfig]) -> None:
     """ConfigError naming the model when a composite maps a name that is not a registered task."""
-    import argus_eval.tasks.registry  # noqa: F401  (registers the built-in tasks)
-
     for i, m in enumerate(models):
         for task, entry in (m.tasks or {}).items():
             if task not in TASKS:

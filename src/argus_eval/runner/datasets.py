@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import argus_eval.data.loaders  # noqa: F401  (registers the built-in formats)
 from argus_eval.data.formats import LoadContext, load_dataset
 from argus_eval.data.types import Dataset
 from argus_eval.runner.config import RunSpec

@@ -3,15 +3,18 @@
 An axis is declared here once; results.json lists the declared axes (results["axes"]) and every model
 block carries a value, raw value, interval and detail for each, so the reports show a new axis without
 knowing it. Axes are computed in `order`; an axis may read the axes computed before it (ARGUS reads
-P, CDC, RR and E). An axis enters ARGUS only through a weight in scoring.weights.
+its weighted terms). An axis with a `weight` is a term of ARGUS (scoring.weights lists it, with that
+default); one with `pair` parts is compared head to head. A plugin declares an axis in its own module and
+registers it with register_axis, or names the AxisSpec in the entry-point group ``argus_eval.axes``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from argus_eval.errors import ConfigError
 from argus_eval.registry import Registry
 from argus_eval.scoring.axes import (
     TaskDataset,
@@ -21,8 +24,31 @@ from argus_eval.scoring.axes import (
     reliability_axis,
     retention_axis,
 )
-from argus_eval.scoring.options import ScoringOptions
+from argus_eval.scoring.pair_parts import (
+    PairParts,
+    capability_parts,
+    cdc_parts,
+    efficiency_parts,
+    retention_parts,
+)
 from argus_eval.scoring.types import AxisSeries, FloatArray
+
+AXIS_GROUP = "argus_eval.axes"
+
+
+class _Terms(Protocol):
+    def as_dict(self) -> dict[str, float]: ...
+
+
+class AxisOptions(Protocol):
+    """The scoring options an axis reads; scoring.options.ScoringOptions is one (it reads this registry
+    for the ARGUS terms, so the registry names the options by what they offer)."""
+
+    @property
+    def cdc_variant(self) -> str: ...
+
+    @property
+    def weights(self) -> _Terms: ...
 
 
 @dataclass(frozen=True)
@@ -37,7 +63,7 @@ class AxisInputs:
     ratios: Mapping[str, FloatArray]  # perturbed cell label -> retention rows
     unpaired: Mapping[str, str]  # perturbed cell label -> why it has no clean partner
     efficiency: AxisSeries
-    options: ScoringOptions
+    options: AxisOptions
     axes: Mapping[str, AxisSeries]  # the axes computed before this one
 
 
@@ -51,27 +77,55 @@ class AxisSpec:
     description: str
     compute: Callable[[AxisInputs], AxisSeries]
     radar: bool = False  # drawn on the radar chart of the base axes
+    weight: float | None = None  # its default weight in ARGUS; None: not a term of ARGUS
+    pair: PairParts | None = None  # its head-to-head parts; None: not compared head to head
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "description": self.description, "radar": self.radar}
 
 
-AXIS_REGISTRY: Registry[AxisSpec] = Registry("scorecard axis")
+AXIS_REGISTRY: Registry[AxisSpec] = Registry("scorecard axis", entry_point_group=AXIS_GROUP)
 
 
 def register_axis(spec: AxisSpec) -> AxisSpec:
-    """Declare an axis (UnknownNameError-free: a second axis of the same name is a ValueError)."""
+    """Declare an axis (a second axis of the same name is a ValueError)."""
+    if not isinstance(spec, AxisSpec):
+        raise TypeError(f"register_axis takes an AxisSpec, got {type(spec).__name__}")
+    if (
+        spec.weight is not None
+        and "ARGUS" in AXIS_REGISTRY
+        and spec.order >= AXIS_REGISTRY.get("ARGUS").order
+    ):
+        raise ValueError(f"axis {spec.name!r} is weighted into ARGUS, so its order must come before ARGUS's")
     AXIS_REGISTRY.register(spec.name, spec)
+    return spec
+
+
+def _checked(name: str) -> AxisSpec:
+    """The registered axis, checked: a plugin's entry must name an AxisSpec of the same name."""
+    spec = AXIS_REGISTRY.get(name)
+    if not isinstance(spec, AxisSpec) or spec.name != name:
+        what = type(spec).__name__ if not isinstance(spec, AxisSpec) else f"the axis {spec.name!r}"
+        raise ConfigError(
+            f"entry point {name!r} of group {AXIS_GROUP} names {what}; it must name an AxisSpec "
+            f"whose name is {name!r}"
+        )
     return spec
 
 
 def axis_specs() -> list[AxisSpec]:
     """Every declared axis in computation (and display) order."""
-    return sorted((AXIS_REGISTRY.get(n) for n in AXIS_REGISTRY.names()), key=lambda s: (s.order, s.name))
+    return sorted((_checked(n) for n in AXIS_REGISTRY.names()), key=lambda s: (s.order, s.name))
 
 
 def axis_names() -> tuple[str, ...]:
+    """The declared axes' names in order."""
     return tuple(s.name for s in axis_specs())
+
+
+def weighted_axes() -> dict[str, float]:
+    """The terms of ARGUS and their default weights, in axis order."""
+    return {s.name: s.weight for s in axis_specs() if s.weight is not None}
 
 
 def _cdc(x: AxisInputs) -> AxisSeries:
@@ -92,6 +146,8 @@ for _spec in (
         "mean over tasks of the mean clean primary score over the task's datasets",
         lambda x: capability_axis(x.clean, x.expected),
         radar=True,
+        weight=0.25,
+        pair=capability_parts,
     ),
     AxisSpec(
         "CDC",
@@ -100,6 +156,8 @@ for _spec in (
         "1 - mean relative absolute deviation of per-dataset scores (cells above chance), per task",
         _cdc,
         radar=True,
+        weight=0.25,
+        pair=cdc_parts,
     ),
     AxisSpec(
         "RR",
@@ -108,6 +166,8 @@ for _spec in (
         "mean of min(1, perturbed / clean) over perturbed cells, paired on the same samples",
         lambda x: retention_axis(x.ratios, x.unpaired),
         radar=True,
+        weight=0.25,
+        pair=retention_parts,
     ),
     AxisSpec(
         "E",
@@ -117,6 +177,8 @@ for _spec in (
         "over tasks",
         lambda x: x.efficiency,
         radar=True,
+        weight=0.25,
+        pair=efficiency_parts,
     ),
     AxisSpec("ARGUS", 40, "overall", "weighted mean of P, CDC, RR and E over the defined terms", _argus),
     AxisSpec(

@@ -15,7 +15,7 @@ from scipy.stats import gmean
 
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
-from argus_eval.scoring.options import EfficiencyBudgets
+from argus_eval.scoring.budgets import EfficiencyBudgets
 from argus_eval.scoring.types import AxisSeries, AxisValue, FloatArray
 
 # sub-metric -> (profile attribute, budget attribute, higher is better)

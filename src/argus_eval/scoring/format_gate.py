@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus_eval.scoring.gates import Gate
-from argus_eval.scoring.headtohead import AXIS_NAMES, PairInputs
+from argus_eval.scoring.headtohead import AXIS_NAMES
+from argus_eval.scoring.pair_parts import PairInputs
 from argus_eval.scoring.types import CellKey
 
 # (task, dataset) of one model's clean cell

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from argus_eval.results_model.weights import normalised
-from argus_eval.scoring.axes import CDC_VARIANTS
+from argus_eval.scoring.axis_registry import axis_specs
 from argus_eval.scoring.gates import INCOMPLETE, WITHHELD, Gates, holds
+from argus_eval.scoring.pair_parts import PairInputs, shared_clean
 from argus_eval.scoring.power import samples_per_cell, separating_factor, shrink
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import CellKey, FloatArray
@@ -36,22 +37,12 @@ AXIS_NAMES = {"capability": "P", "overall": "ARGUS"}
 
 
 @dataclass(frozen=True)
-class PairInputs:
-    """Per-model parts the head-to-head reads: name -> rows (row 0 full sample, then resamples)."""
-
-    clean: dict[str, dict[tuple[str, str], FloatArray]]  # model -> (task, dataset) -> score rows
-    floor: dict[str, set[tuple[str, str]]]  # model -> clean cells at or below chance
-    retention: dict[str, dict[tuple[str, str, str], FloatArray]]  # model -> (task, dataset, cond) -> ratio
-    efficiency: dict[str, dict[str, FloatArray]]  # model -> task -> E_task rows
-
-
-@dataclass(frozen=True)
 class Pair:
     """One ordered pair's head-to-head: h rows per axis and what they were computed on."""
 
     a: str
     b: str
-    h: dict[str, FloatArray]  # axis ("P", "CDC", "RR", "E", "capability", "overall") -> rows
+    h: dict[str, FloatArray]  # axis (each declared axis with parts, "capability", "overall") -> rows
     shared: dict[str, int]  # axis -> number of shared parts
     reason: str | None = None  # why the pair is not comparable
 
@@ -96,11 +87,6 @@ class HeadToHead:
         return [{"models": list(p), "reason": why} for p, why in sorted(once.items())]
 
 
-def _wins(a: FloatArray, b: FloatArray) -> FloatArray:
-    w = np.where(a > b, 1.0, np.where(a < b, 0.0, 0.5))
-    return np.where(np.isnan(a) | np.isnan(b), np.nan, w)
-
-
 def _task_mean(parts: Mapping[tuple[str, ...], FloatArray]) -> FloatArray | None:
     """Mean over tasks (key[0]) of the mean over each task's parts; NaN parts are skipped per row."""
     if not parts:
@@ -115,46 +101,15 @@ def _task_mean(parts: Mapping[tuple[str, ...], FloatArray]) -> FloatArray | None
     return out
 
 
-def _cdc_parts(inp: PairInputs, a: str, b: str, variant: str) -> dict[tuple[str, ...], FloatArray]:
-    """Per task, CDC of both models over the datasets both ran above chance, compared."""
-    formula = CDC_VARIANTS[variant][1]
-    skip = inp.floor.get(a, set()) | inp.floor.get(b, set())
-    shared = sorted((set(inp.clean[a]) & set(inp.clean[b])) - skip)
-    out: dict[tuple[str, ...], FloatArray] = {}
-    for task in sorted({t for t, _ in shared}):
-        ds = [d for t, d in shared if t == task]
-        if len(ds) < 2:
-            continue
-        va = np.clip(formula(np.stack([inp.clean[a][(task, d)] for d in ds], axis=1)), 0.0, 1.0)
-        vb = np.clip(formula(np.stack([inp.clean[b][(task, d)] for d in ds], axis=1)), 0.0, 1.0)
-        if np.isnan(va[0]) or np.isnan(vb[0]):
-            continue
-        out[(task,)] = _wins(va, vb)
-    return out
-
-
 def compare_pair(inp: PairInputs, a: str, b: str, weights: Mapping[str, float], variant: str) -> Pair:
     """h(A, B) on every axis over the parts both models have."""
-    shared_clean = sorted(set(inp.clean.get(a, {})) & set(inp.clean.get(b, {})))
-    if not shared_clean:
+    if not shared_clean(inp, a, b):
         mine = ", ".join(f"{t}/{d}" for t, d in sorted(inp.clean.get(a, {}))) or "no clean cell"
         theirs = ", ".join(f"{t}/{d}" for t, d in sorted(inp.clean.get(b, {}))) or "no clean cell"
         why = f"no shared task and dataset ({a}: {mine}; {b}: {theirs})"
         return Pair(a, b, {}, {}, why)
-    parts: dict[str, dict[tuple[str, ...], FloatArray]] = {
-        "P": {k: _wins(inp.clean[a][k], inp.clean[b][k]) for k in shared_clean},
-        "CDC": _cdc_parts(inp, a, b, variant),
-        "RR": {
-            k: _wins(ra, inp.retention[b][k])
-            for k, ra in sorted(inp.retention.get(a, {}).items())
-            if k in inp.retention.get(b, {}) and not np.isnan(ra[0]) and not np.isnan(inp.retention[b][k][0])
-        },
-        "E": {
-            (t,): _wins(ea, inp.efficiency[b][t])
-            for t, ea in sorted(inp.efficiency.get(a, {}).items())
-            if t in inp.efficiency.get(b, {})
-        },
-    }
+    # every declared axis with head-to-head parts, in the registry's order
+    parts = {s.name: s.pair(inp, a, b, variant) for s in axis_specs() if s.pair is not None}
     h: dict[str, FloatArray] = {}
     for axis, p in parts.items():
         rows = _task_mean(p)

@@ -2,41 +2,68 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, create_model, model_validator
+from pydantic_core import PydanticCustomError
+
+from argus_eval.scoring.axis_registry import weighted_axes
+from argus_eval.scoring.budgets import EfficiencyBudgets
+
+__all__ = ["AxisWeights", "EfficiencyBudgets", "ScoringOptions"]
 
 
-class AxisWeights(BaseModel):
-    """Weights of the ARGUS terms; normalised to sum 1 over the defined terms."""
+class _Weights(BaseModel):
+    """Weights of the ARGUS terms: the axes declared with a weight (scoring/axis_registry.py), each
+    defaulting to its axis's weight; normalised to sum 1 over the defined terms."""
 
     # allow_inf_nan=False: an infinite weight would leave ARGUS undefined with no reason given
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+    # terms declared after this model was built (a plugin or test registering an axis late)
+    __pydantic_extra__: dict[str, Annotated[float, Field(ge=0, strict=True)]] = Field(init=False)
 
-    P: StrictFloat = Field(default=0.25, ge=0)
-    CDC: StrictFloat = Field(default=0.25, ge=0)
-    RR: StrictFloat = Field(default=0.25, ge=0)
-    E: StrictFloat = Field(default=0.25, ge=0)
+    @model_validator(mode="before")
+    @classmethod
+    def _known_terms(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        terms = weighted_axes()
+        unknown = sorted(str(k) for k in data if k not in terms)
+        if unknown:
+            raise PydanticCustomError(
+                "unknown_term",
+                "{key} is not a term of ARGUS (an axis declared with a weight); valid: {valid}",
+                {"key": unknown[0], "valid": ", ".join(terms)},
+            )
+        late = {n: w for n, w in terms.items() if n not in cls.model_fields}
+        return {**late, **data}
 
     @model_validator(mode="after")
-    def _positive_total(self) -> AxisWeights:
-        if max(self.P, self.CDC, self.RR, self.E) <= 0:
+    def _positive_total(self) -> _Weights:
+        if max(self.as_dict().values(), default=0.0) <= 0:
             raise ValueError("weights must not all be zero")
         return self
 
     def as_dict(self) -> dict[str, float]:
-        return {"P": self.P, "CDC": self.CDC, "RR": self.RR, "E": self.E}
+        """Term -> weight, in axis order."""
+        fields = {f: float(getattr(self, f)) for f in type(self).model_fields}
+        return {**fields, **(self.__pydantic_extra__ or {})}
 
 
-class EfficiencyBudgets(BaseModel):
-    """Fixed budgets for efficiency_mode="budget"; a sub-metric without a budget is left out."""
+if TYPE_CHECKING:
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    class AxisWeights(_Weights):
+        """Weights of the ARGUS terms (the registered axes' fields are built at import)."""
 
-    latency_ms: StrictFloat | None = Field(default=None, gt=0)
-    memory_mb: StrictFloat | None = Field(default=None, gt=0)
-    flops_per_sample: StrictFloat | None = Field(default=None, gt=0)
-    throughput_per_s: StrictFloat | None = Field(default=None, gt=0)
+else:  # one field per term declared when scoring is imported, so each is a typed, documented option
+    AxisWeights = create_model(
+        "AxisWeights",
+        __base__=_Weights,
+        __module__=__name__,
+        __doc__=_Weights.__doc__,
+        **{n: (StrictFloat, Field(default=w, ge=0)) for n, w in weighted_axes().items()},
+    )
 
 
 class ScoringOptions(BaseModel):
@@ -44,7 +71,7 @@ class ScoringOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    weights: AxisWeights = AxisWeights()
+    weights: AxisWeights = Field(default_factory=AxisWeights)  # built when used: terms declared late count
     cdc_variant: Literal["per-task", "pooled", "cv"] = "per-task"
     efficiency_mode: Literal["pool", "budget"] = "pool"
     budgets: EfficiencyBudgets = EfficiencyBudgets()

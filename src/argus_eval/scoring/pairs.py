@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from argus_eval.scoring.engine import retention_rows
-from argus_eval.scoring.headtohead import PairInputs, pair_inputs
+from argus_eval.scoring.headtohead import pair_inputs
+from argus_eval.scoring.pair_parts import PairInputs
 from argus_eval.scoring.paired import Draws, Group, group_rows, restrict
 from argus_eval.scoring.types import CellKey, FloatArray
 

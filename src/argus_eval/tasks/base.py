@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import CapabilityError
+from argus_eval.errors import CapabilityError, ConfigError
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.registry import Registry
 from argus_eval.tasks.answers import AnswerFormat
@@ -262,3 +262,17 @@ class Task(ABC):
 
 
 TASKS: Registry[type[Task]] = Registry("task", entry_point_group="argus_eval.tasks")
+# The built-in tasks, defined and filled here: lazy "module:Class" entries, so importing the registry
+# imports no task. A plugin names its Task subclass in the entry-point group argus_eval.tasks, or
+# registers it with TASKS.register.
+TASKS.register("retrieval", "argus_eval.tasks.retrieval:RetrievalTask")
+TASKS.register("captioning", "argus_eval.tasks.captioning:CaptioningTask")
+TASKS.register("reasoning", "argus_eval.tasks.reasoning:ReasoningTask")
+
+
+def task_class(name: str) -> type[Task]:
+    """The registered task, checked: an entry (a plugin's above all) must be a Task subclass."""
+    cls = TASKS.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise ConfigError(f"task {name!r} is registered as {cls!r}, not a Task subclass; register the class")
+    return cls

@@ -1,4 +1,5 @@
-"""Task registry entries (lazy, so importing the registry never imports a task's dependencies)."""
+"""A run's tasks from its config: each entry validated by its task's options model, then instantiated.
+The registry itself, with the built-in tasks, is TASKS in tasks/base.py."""
 
 from __future__ import annotations
 
@@ -8,11 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from argus_eval.errors import ConfigError
-from argus_eval.tasks.base import TASKS, Task, TaskOptions
-
-TASKS.register("retrieval", "argus_eval.tasks.retrieval:RetrievalTask")
-TASKS.register("captioning", "argus_eval.tasks.captioning:CaptioningTask")
-TASKS.register("reasoning", "argus_eval.tasks.reasoning:ReasoningTask")
+from argus_eval.tasks.base import TASKS, Task, TaskOptions, task_class
 
 
 def parse_tasks(entries: Sequence[str | dict[str, Any]]) -> list[TaskOptions]:
@@ -23,7 +20,7 @@ def parse_tasks(entries: Sequence[str | dict[str, Any]]) -> list[TaskOptions]:
         name = data.get("name")
         if not isinstance(name, str):
             raise ConfigError(f"tasks[{i}]: missing key 'name' (one of {', '.join(TASKS.names())})")
-        cls = TASKS.get(name)
+        cls = task_class(name)
         try:
             out.append(cls.options_model.model_validate(data))
         except ValidationError as e:
@@ -35,4 +32,4 @@ def parse_tasks(entries: Sequence[str | dict[str, Any]]) -> list[TaskOptions]:
 
 def make_tasks(options: Sequence[TaskOptions]) -> list[Task]:
     """One task instance per validated options model (a run's tasks are fresh objects each run)."""
-    return [TASKS.get(o.name)(o) for o in options]
+    return [task_class(o.name)(o) for o in options]

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from argus_eval.models.hf_common import hf_module
+from argus_eval.models.chat_vlm_configs import GEMMA_SPECIALS, ChatVlmSize, gemma3, gemma3_tokenizer
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
 from argus_eval.zoo.training.data import DOMAIN_NAMES
@@ -23,27 +23,18 @@ from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 IMAGE, PATCH, IMAGE_TOKENS = 96, 12, 16  # 8x8 patches pooled 2x2 -> 16 tokens ((96/12)/sqrt(16) = 2)
 TEXT: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 32, "mlp": 256}
 VISION: dict[str, int] = {"hidden": 64, "layers": 2, "heads": 4, "mlp": 128}
-SPECIALS = [
-    "<pad>",
-    "<eos>",
-    "<bos>",
-    "<unk>",
-    "<start_of_turn>",
-    "<end_of_turn>",
-    "<start_of_image>",
-    "<end_of_image>",
-    "<image_soft_token>",
-    "user",
-    "model",
-]
-# Role words are specials so decoded answers never contain them (skip_special_tokens drops them).
-TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}"
-    "<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
-    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
-    "{% if c['type'] == 'image' %}<start_of_image>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}<end_of_turn>\n{% endfor %}"
-    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+SIZE = ChatVlmSize(
+    image=IMAGE,
+    patch=PATCH,
+    text_hidden=TEXT["hidden"],
+    text_layers=TEXT["layers"],
+    text_heads=TEXT["heads"],
+    text_kv_heads=TEXT["kv_heads"],
+    text_mlp=TEXT["mlp"],
+    vision_hidden=VISION["hidden"],
+    vision_layers=VISION["layers"],
+    vision_heads=VISION["heads"],
+    vision_mlp=VISION["mlp"],
 )
 RECIPE_DATA = ChatRecipe(
     domains=DOMAIN_NAMES,
@@ -62,74 +53,8 @@ RECIPE_DATA = ChatRecipe(
 
 def build(words: list[str]) -> tuple[Any, Any]:
     """Gemma3ForConditionalGeneration and its processor (word-level tokenizer, chat template)."""
-    tf = hf_module()
-    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
-
-    tok = tf.PreTrainedTokenizerFast(
-        tokenizer_object=word_level(SPECIALS, words),
-        bos_token="<bos>",
-        eos_token="<eos>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        padding_side="left",
-        model_max_length=256,
-        # Gemma3Processor reads boi/eoi/image tokens from the tokenizer; they persist in its config.
-        extra_special_tokens={
-            "boi_token": "<start_of_image>",
-            "eoi_token": "<end_of_image>",
-            "image_token": "<image_soft_token>",
-        },
-    )
-    ids = {s: tok.convert_tokens_to_ids(s) for s in SPECIALS}
-    eos = [ids["<eos>"], ids["<end_of_turn>"]]
-    text = tf.Gemma3TextConfig(
-        vocab_size=len(tok),
-        hidden_size=TEXT["hidden"],
-        intermediate_size=TEXT["mlp"],
-        num_hidden_layers=TEXT["layers"],
-        num_attention_heads=TEXT["heads"],
-        num_key_value_heads=TEXT["kv_heads"],
-        head_dim=TEXT["head_dim"],
-        query_pre_attn_scalar=TEXT["head_dim"],
-        sliding_window=256,
-        max_position_embeddings=256,
-        pad_token_id=ids["<pad>"],
-        bos_token_id=ids["<bos>"],
-        eos_token_id=eos,
-    )
-    vision = tf.SiglipVisionConfig(
-        hidden_size=VISION["hidden"],
-        intermediate_size=VISION["mlp"],
-        num_hidden_layers=VISION["layers"],
-        num_attention_heads=VISION["heads"],
-        image_size=IMAGE,
-        patch_size=PATCH,
-    )
-    cfg = tf.Gemma3Config(
-        text_config=text,
-        vision_config=vision,
-        mm_tokens_per_image=IMAGE_TOKENS,
-        boi_token_index=ids["<start_of_image>"],
-        eoi_token_index=ids["<end_of_image>"],
-        image_token_index=ids["<image_soft_token>"],
-        pad_token_id=ids["<pad>"],
-        bos_token_id=ids["<bos>"],
-        eos_token_id=eos,
-    )
-    model = tf.Gemma3ForConditionalGeneration(cfg)
-    model.generation_config.eos_token_id = eos
-    model.generation_config.pad_token_id = ids["<pad>"]
-    model.generation_config.do_sample = False
-    improc = Gemma3ImageProcessorPil(
-        size={"height": IMAGE, "width": IMAGE},
-        image_mean=[0.5] * 3,
-        image_std=[0.5] * 3,
-        do_pan_and_scan=False,
-    )
-    processor = tf.Gemma3Processor(
-        image_processor=improc, tokenizer=tok, chat_template=TEMPLATE, image_seq_length=IMAGE_TOKENS
-    )
-    return model, processor
+    tok = gemma3_tokenizer(word_level(GEMMA_SPECIALS, words))
+    return gemma3(tok, SIZE, head_dim=TEXT["head_dim"], image_tokens=IMAGE_TOKENS, sliding_window=256)
 
 
 def image_tokens(model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, tuple[int, int]]:

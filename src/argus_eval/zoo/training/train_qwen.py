@@ -11,8 +11,13 @@ from typing import Any
 
 import torch
 
-from argus_eval.models.compat import qwen_processor
-from argus_eval.models.hf_common import hf_module
+from argus_eval.models.chat_vlm_configs import (
+    QWEN_SPECIALS,
+    ChatVlmSize,
+    QwenLayout,
+    qwen2_5_vl,
+    qwen_tokenizer,
+)
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
 from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
 from argus_eval.zoo.training.loop import Schedule
@@ -23,25 +28,18 @@ from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 IMAGE, PATCH, MERGE = 96, 8, 2
 TEXT: dict[str, int] = {"hidden": 128, "layers": 3, "heads": 4, "kv_heads": 2, "mlp": 256}
 VISION: dict[str, int] = {"hidden": 64, "depth": 2, "heads": 4, "mlp": 128}
-SPECIALS = [
-    "<|endoftext|>",
-    "<unk>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-    "user",
-    "assistant",
-    "system",
-]
-TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
-    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+SIZE = ChatVlmSize(
+    image=IMAGE,
+    patch=PATCH,
+    text_hidden=TEXT["hidden"],
+    text_layers=TEXT["layers"],
+    text_heads=TEXT["heads"],
+    text_kv_heads=TEXT["kv_heads"],
+    text_mlp=TEXT["mlp"],
+    vision_hidden=VISION["hidden"],
+    vision_layers=VISION["depth"],
+    vision_heads=VISION["heads"],
+    vision_mlp=VISION["mlp"],
 )
 RECIPE_DATA = ChatRecipe(
     domains=("studio",),
@@ -60,68 +58,9 @@ RECIPE_DATA = ChatRecipe(
 
 def build(words: list[str]) -> tuple[Any, Any]:
     """Qwen2_5_VLForConditionalGeneration and its processor (word-level tokenizer, chat template)."""
-    tf = hf_module()
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
-
-    tok = tf.PreTrainedTokenizerFast(
-        tokenizer_object=word_level(SPECIALS, words),
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        unk_token="<unk>",
-        padding_side="left",
-        model_max_length=256,
-    )
-    ids = {s: tok.convert_tokens_to_ids(s) for s in SPECIALS}
+    tok = qwen_tokenizer(word_level(QWEN_SPECIALS, words))
     head_dim = TEXT["hidden"] // TEXT["heads"]
-    text = {
-        "vocab_size": len(tok),
-        "hidden_size": TEXT["hidden"],
-        "intermediate_size": TEXT["mlp"],
-        "num_hidden_layers": TEXT["layers"],
-        "num_attention_heads": TEXT["heads"],
-        "num_key_value_heads": TEXT["kv_heads"],
-        "max_position_embeddings": 256,
-        # mrope sections must sum to head_dim / 2, or Qwen2.5-VL's rotary embedding fails.
-        "rope_scaling": {"type": "mrope", "mrope_section": _mrope(head_dim // 2), "rope_theta": 10000.0},
-        "tie_word_embeddings": True,
-        "bos_token_id": ids["<|endoftext|>"],
-        "eos_token_id": ids["<|im_end|>"],
-        "pad_token_id": ids["<|endoftext|>"],
-    }
-    vision = {
-        "depth": VISION["depth"],
-        "hidden_size": VISION["hidden"],
-        "intermediate_size": VISION["mlp"],
-        "num_heads": VISION["heads"],
-        "patch_size": PATCH,
-        "spatial_merge_size": MERGE,
-        "temporal_patch_size": 2,
-        "window_size": IMAGE,
-        "fullatt_block_indexes": [VISION["depth"] - 1],
-        "out_hidden_size": TEXT["hidden"],
-    }
-    cfg = tf.Qwen2_5_VLConfig(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
-    )
-    model = tf.Qwen2_5_VLForConditionalGeneration(cfg)
-    model.generation_config.eos_token_id = ids["<|im_end|>"]
-    model.generation_config.pad_token_id = ids["<|endoftext|>"]
-    model.generation_config.do_sample = False
-    # Qwen's shortest/longest_edge are pixel counts (min/max pixels), not edges, in transformers 5.
-    improc = Qwen2VLImageProcessorPil(
-        size={"shortest_edge": IMAGE * IMAGE, "longest_edge": IMAGE * IMAGE},
-        patch_size=PATCH,
-        temporal_patch_size=2,
-        merge_size=MERGE,
-    )
-    processor = qwen_processor(improc, tok, TEMPLATE)
-    return model, processor
+    return qwen2_5_vl(tok, SIZE, QwenLayout(merge=MERGE, mrope=tuple(_mrope(head_dim // 2)), tie=True))
 
 
 def _mrope(half: int) -> list[int]:
