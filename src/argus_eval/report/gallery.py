@@ -20,7 +20,7 @@ from PIL import Image, UnidentifiedImageError
 
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
-from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
+from argus_eval.perturb.conditions import Condition, derive_seed
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
 
 MAX_TEXT = 600  # characters of a question, prediction or reference shown in the gallery
@@ -152,9 +152,18 @@ def perturbed_thumbnail(
         cond = Condition.parse(condition)
         image = load_image(path, sample_id)
         seed = derive_seed(run_seed, sample_id, cond.id)
-        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(apply_image(cond, image, seed))), max_side)
+        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(cond.apply_image(image, seed))), max_side)
     except (ArgusError, OSError, ValueError):
         return None
+
+
+def shows_perturbed_image(condition: str) -> bool:
+    """Whether the gallery shows the image a model saw under condition (its kind says; an id whose kind
+    is not registered here, from another install's run, shows the clean image only)."""
+    try:
+        return Condition.parse(condition).shows_perturbed_image
+    except ArgusError:
+        return False
 
 
 def build_gallery(
@@ -188,7 +197,7 @@ def build_gallery(
         perturbed: str | None = None
         if img is not None:
             tid = thumb_id(img, "clean", rec.sample_id)
-            if run_seed is not None and rec.condition.startswith("image:"):
+            if run_seed is not None and shows_perturbed_image(rec.condition):
                 perturbed = thumb_id(img, rec.condition, rec.sample_id)
         if tid is None and (rec.image or rec.image_path):
             g.missing_images += 1
