@@ -26,6 +26,8 @@ from argus_eval.perturb.kinds import CONDITION_KINDS, ConditionKind, kind_of, re
 # imported inside the tests that use them, so the plugin stays as cheap to import as a real one.
 
 ROOT = Path(__file__).resolve().parents[1]
+STUDIO = {"name": "studio", "format": "shapesworld", "domain": "studio", "split": "test", "n_images": 6,
+          "train_images": 8, "questions_per_image": 1}  # fmt: skip
 
 
 class InvertKind(ConditionKind):
@@ -138,8 +140,7 @@ def test_the_toy_kind_runs_end_to_end_on_a_zoo_model(tmp_path: Path, toy: Condit
         "seed": 0,
         "cache_dir": str(tmp_path / "cache"),
         "models": [{"name": "clip", "spec": "zoo:clip", "device": "cpu", "batch_size": 8}],
-        "datasets": [{"name": "studio", "format": "shapesworld", "domain": "studio", "split": "test",
-                      "n_images": 6, "train_images": 8, "questions_per_image": 1}],  # fmt: skip
+        "datasets": [STUDIO],
         "tasks": ["retrieval"],
         "perturbations": [{"toy": "invert", "severity": [2, 5]}],
         "scoring": {"resamples": 20},
