@@ -195,9 +195,10 @@ def build_gallery(
         img = _image_file(rec, samples_path.parent)
         tid: str | None = None
         perturbed: str | None = None
+        perturbed_view = shows_perturbed_image(rec.condition)
         if img is not None:
             tid = thumb_id(img, "clean", rec.sample_id)
-            if run_seed is not None and shows_perturbed_image(rec.condition):
+            if run_seed is not None and perturbed_view:
                 perturbed = thumb_id(img, rec.condition, rec.sample_id)
         if tid is None and (rec.image or rec.image_path):
             g.missing_images += 1
@@ -216,6 +217,7 @@ def build_gallery(
                 "error": _clip(rec.error),
                 "thumb": tid,
                 "thumb_perturbed": perturbed,
+                "perturbed_view": perturbed_view,  # the page says so when that image could not be rebuilt
             }
         )
     return g
