@@ -188,9 +188,11 @@ class ConditionEntry(BaseModel):
     def names(self, kind: str) -> list[str]:
         """The perturbation names this entry gives for kind ("image", "text", "control", ...)."""
         v = (self.model_extra or {}).get(kind)
-        if v is not None and not (isinstance(v, str) or all(isinstance(n, str) for n in v)):
+        if v is None or isinstance(v, str):
+            return [] if v is None else [v]
+        if not isinstance(v, list) or not all(isinstance(n, str) for n in v):
             raise ValueError(f"{kind}: expected a name or a list of names, got {v!r}")
-        return [] if v is None else [v] if isinstance(v, str) else list(v)
+        return list(v)
 
     def severities(self) -> list[int]:
         """The severities this entry asks for (all of 1..5 when not given)."""
