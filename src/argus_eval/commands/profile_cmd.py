@@ -66,6 +66,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
     from argus_eval.errors import CapabilityError, SampleError
     from argus_eval.models.loading import load_model
     from argus_eval.models.secrets import redact_text
+    from argus_eval.perturb.conditions import CLEAN
     from argus_eval.runner.config import parse_config
     from argus_eval.runner.local import ModelPool
     from argus_eval.runner.pipeline import plan_run
@@ -78,7 +79,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
         pool = ModelPool(load_model)
         try:
             plan = plan_run(cfg, store, pool)
-            cell = next((c for c in plan.cells if c.condition.kind == "clean"), None)
+            cell = next((c for c in plan.cells if c.condition == CLEAN), None)
             if cell is None:
                 reasons = "; ".join(s["reason"] for s in plan.skipped) or "no samples"
                 raise CapabilityError(f"model {label!r} cannot run task {task!r}: {reasons}")

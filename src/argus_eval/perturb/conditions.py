@@ -1,7 +1,9 @@
-"""Run conditions: clean, or one image or text perturbation at a severity, as a seeded run dimension.
+"""Run conditions: clean, or one perturbation of a kind at a severity, as a seeded run dimension.
 
 A condition id is the stable string the store and results key on: "clean", "image:fog@3", "text:typos@2",
 or a control "control:swap@1" / "control:blank@1" (see perturb/controls.py; controls are not perturbations).
+What a condition does is its kind's (perturb/kinds.py): a Condition is the (kind, name, severity) triple
+and hands every question about its behaviour to the registered kind.
 Importing this module is cheap: the corruption library is imported only when an image is perturbed.
 """
 
@@ -10,36 +12,28 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator, model_validator
 
 from argus_eval.errors import PerturbationError
-from argus_eval.perturb import controls
 from argus_eval.perturb import image as image_perturb
 from argus_eval.perturb import text as text_perturb
+from argus_eval.perturb.kinds import SEVERITIES, ConditionKind, ConditionTarget, kind_of, perturbation_kinds
 
-SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
-
-# Valid perturbation names per kind; a later kind ("control") adds an entry here and in the appliers.
-KIND_NAMES: dict[str, Callable[[], list[str]]] = {
-    "image": image_perturb.names,
-    "text": text_perturb.names,
-    controls.KIND: controls.names,
-}
-# Kinds whose severities are not 1..5 (a control has none; its ids carry a fixed @1).
-KIND_SEVERITIES: dict[str, tuple[int, ...]] = {controls.KIND: (controls.SEVERITY,)}
+if TYPE_CHECKING:
+    from argus_eval.data.images import ImageArray
 
 _ID_RE = re.compile(r"^(?P<kind>[a-z]+):(?P<name>[A-Za-z0-9_\-]+)@(?P<severity>\d+)$")
 
 
 @dataclass(frozen=True)
 class Condition:
-    """One run condition: kind ("clean", "image", "text"), perturbation name and severity (0 when clean)."""
+    """One run condition: kind ("clean", "image", "text", "control", or a plugin's), perturbation name
+    and severity (0 when clean). Its behaviour is its kind's, through the methods below."""
 
     kind: str
     name: str
@@ -68,12 +62,45 @@ class Condition:
         if m is None:
             raise PerturbationError(
                 f"condition id {id!r} is malformed; expected 'clean' or 'KIND:NAME@SEVERITY' "
-                f"(e.g. 'image:fog@3'), KIND one of {', '.join(sorted(KIND_NAMES))}"
+                f"(e.g. 'image:fog@3'), KIND one of {', '.join(perturbation_kinds())}"
             )
         return cls(m["kind"], m["name"], int(m["severity"]))
 
     def __str__(self) -> str:
         return self.id
+
+    @property
+    def behaviour(self) -> ConditionKind:
+        """The registered kind that owns what this condition does."""
+        return kind_of(self.kind)
+
+    def apply_image(self, image: ImageArray, seed: int) -> ImageArray:
+        """The image a model sees under this condition (the partner's image in, for a swap)."""
+        return self.behaviour.apply_image(self, image, seed)
+
+    def apply_text(self, text: str, seed: int) -> str:
+        """A query or question as a model sees it under this condition."""
+        return self.behaviour.apply_text(self, text, seed)
+
+    @property
+    def uses_seed(self) -> bool:
+        """Whether the run seed reaches this condition's inputs (perturbations and swaps; not clean,
+        blank or a deterministic corruption such as brightness)."""
+        return self.behaviour.uses_seed(self)
+
+    @property
+    def needs_partner(self) -> bool:
+        """Whether a sample is shown another sample's image of its cell (the swap control)."""
+        return self.behaviour.needs_partner(self)
+
+    @property
+    def shows_perturbed_image(self) -> bool:
+        """Whether the gallery shows the image the model saw beside the clean one."""
+        return self.behaviour.shows_perturbed_image
+
+    def accepted_by(self, task: ConditionTarget) -> bool:
+        """Whether this condition changes what task sends to a model."""
+        return self.behaviour.accepted_by(task)
 
 
 CLEAN = Condition("clean", "", 0)
@@ -81,14 +108,11 @@ CLEAN = Condition("clean", "", 0)
 
 def _check(kind: str, name: str, severity: int) -> None:
     """Raise PerturbationError naming the valid kinds, names or severities."""
-    if kind not in KIND_NAMES:
-        raise PerturbationError(
-            f"unknown condition kind {kind!r}; valid: clean, {', '.join(sorted(KIND_NAMES))}"
-        )
-    valid = KIND_NAMES[kind]()
+    behaviour = kind_of(kind)
+    valid = behaviour.names()
     if name not in valid:
         raise PerturbationError(f"unknown {kind} perturbation {name!r}; valid: {', '.join(valid)}")
-    allowed = KIND_SEVERITIES.get(kind, SEVERITIES)
+    allowed = behaviour.severities
     if isinstance(severity, bool) or not isinstance(severity, int) or severity not in allowed:
         span = f"outside {allowed[0]}..{allowed[-1]}" if len(allowed) > 1 else f"not {allowed[0]}"
         raise PerturbationError(
@@ -105,19 +129,17 @@ def derive_seed(run_seed: int, sample_id: str, condition_id: str) -> int:
 
 
 class ConditionEntry(BaseModel):
-    """One `conditions:` config entry: exactly one of image, text, control or preset; severity with
-    image/text only.
+    """One `conditions:` config entry: exactly one condition kind (image, text, control or a plugin's
+    kind) with its names, or a preset; severity with graded kinds only.
 
     Examples: {"image": "fog", "severity": [1, 3, 5]}, {"text": ["typos", "ocr"], "severity": 3},
     {"control": "swap"}, {"control": ["blank", "swap"]}, {"preset": "default"}. A missing severity
-    means all of 1..5.
+    means all of the kind's severities (1..5).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # extra: every registered kind is a key; _one_kind rejects any other
+    model_config = ConfigDict(extra="allow", frozen=True)
 
-    image: str | list[str] | None = None
-    text: str | list[str] | None = None
-    control: str | list[str] | None = None
     preset: str | None = None
     severity: StrictInt | list[StrictInt] | None = None  # strict: True is not severity 1
 
@@ -134,26 +156,43 @@ class ConditionEntry(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> ConditionEntry:
-        given = [k for k in ("image", "text", "control", "preset") if getattr(self, k) is not None]
+        kinds = perturbation_kinds()
+        unknown = [k for k in self.model_extra or {} if k not in kinds]
+        if unknown:
+            raise ValueError(
+                f"unknown key {unknown[0]!r}: a condition entry names one of {', '.join(kinds)}, preset"
+            )
+        given = [*self.kinds(), *(["preset"] if self.preset is not None else [])]
         if len(given) != 1:
             raise ValueError(
-                f"a condition entry names exactly one of image, text, control, preset; got {given or 'none'}"
+                f"a condition entry names exactly one of {', '.join(kinds)}, preset; got {given or 'none'}"
             )
-        if self.preset is not None and self.severity is not None:
-            raise ValueError("a preset entry takes no severity (presets fix their own)")
-        if self.control is not None and self.severity is not None:
-            raise ValueError("a control entry takes no severity (controls are not graded)")
-        for kind in ("image", "text", controls.KIND):
-            valid = KIND_NAMES[kind]()
-            bad = [n for n in self.names(kind) if n not in valid]
-            if bad:
-                raise ValueError(f"unknown {kind} perturbation {bad[0]!r}; valid: {', '.join(valid)}")
+        if self.preset is not None:
+            if self.severity is not None:
+                raise ValueError("a preset entry takes no severity (presets fix their own)")
+            return self
+        kind = given[0]
+        behaviour = kind_of(kind)
+        if not behaviour.graded and self.severity is not None:
+            raise ValueError(f"a {kind} entry takes no severity ({kind} conditions are not graded)")
+        valid = behaviour.names()
+        bad = [n for n in self.names(kind) if n not in valid]
+        if bad:
+            raise ValueError(f"unknown {kind} perturbation {bad[0]!r}; valid: {', '.join(valid)}")
         return self
 
+    def kinds(self) -> list[str]:
+        """The condition kinds this entry names (one, once validated)."""
+        return [k for k, v in (self.model_extra or {}).items() if v is not None]
+
     def names(self, kind: str) -> list[str]:
-        """The perturbation names this entry gives for kind ("image", "text" or "control")."""
-        v = getattr(self, kind)
-        return [] if v is None else [v] if isinstance(v, str) else list(v)
+        """The perturbation names this entry gives for kind ("image", "text", "control", ...)."""
+        v = (self.model_extra or {}).get(kind)
+        if v is None or isinstance(v, str):
+            return [] if v is None else [v]
+        if not isinstance(v, list) or not all(isinstance(n, str) for n in v):
+            raise ValueError(f"{kind}: expected a name or a list of names, got {v!r}")
+        return list(v)
 
     def severities(self) -> list[int]:
         """The severities this entry asks for (all of 1..5 when not given)."""
@@ -210,14 +249,13 @@ def _expand_into(
                 raise PerturbationError(f"conditions preset {entry.preset!r} includes itself: {stack}")
             _expand_into(presets[entry.preset], presets, out, (*stack, entry.preset))
             continue
-        for kind in ("image", "text"):
+        for kind in entry.kinds():
+            behaviour = kind_of(kind)
+            severities = entry.severities() if behaviour.graded else behaviour.severities[:1]
             for name in entry.names(kind):
-                for sev in entry.severities():
+                for sev in severities:
                     c = Condition(kind, name, sev)
                     out.setdefault(c.id, c)
-        for name in entry.names(controls.KIND):
-            c = Condition(controls.KIND, name, controls.SEVERITY)
-            out.setdefault(c.id, c)
 
 
 def _validate_entry(raw: Mapping[str, Any]) -> ConditionEntry:
@@ -230,15 +268,11 @@ def _validate_entry(raw: Mapping[str, Any]) -> ConditionEntry:
         raise PerturbationError(f"condition entry {dict(raw)!r} is invalid: {reasons}") from None
 
 
-def apply_image(condition: Condition, image: np.ndarray, seed: int) -> np.ndarray:
+def apply_image(condition: Condition, image: ImageArray, seed: int) -> ImageArray:
     """Perturb an image (uint8 HxWx3) under condition; identity for clean and text conditions."""
-    if condition.kind != "image":
-        return image
-    return image_perturb.corrupt(image, condition.name, condition.severity, seed)
+    return condition.apply_image(image, seed)
 
 
 def apply_text(condition: Condition, text: str, seed: int) -> str:
     """Perturb a query or question under condition; identity for clean and image conditions."""
-    if condition.kind != "text":
-        return text
-    return text_perturb.perturb(text, condition.name, condition.severity, seed)
+    return condition.apply_text(text, seed)

@@ -9,16 +9,19 @@ Two controls run beside clean and perturbed conditions, with ids "control:blank@
   derangement of the cell's distinct images, so no sample sees its own image (nor an identical file
   shared with other questions about the same scene).
 
-Pure and seeded like the rest of perturb/: the runner passes the partner image in.
+Pure and seeded like the rest of perturb/: the runner passes the partner image in. ControlKind is how
+the runner sees them: a swap needs a partner, so the image it is handed is already the partner's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from argus_eval.errors import PerturbationError
+from argus_eval.perturb.kinds import Condition, ConditionKind, ConditionTarget
 
 KIND = "control"
 SEVERITY = 1  # the only severity a control takes
@@ -59,6 +62,31 @@ def apply_control(name: str, image: np.ndarray, partner: np.ndarray | None = Non
     if name not in CONTROLS:
         raise PerturbationError(f"unknown control {name!r}; valid: {', '.join(CONTROLS)}")
     return CONTROLS[name][0](image, partner)
+
+
+class ControlKind(ConditionKind):
+    """Control conditions ("control:blank@1", "control:swap@1"), on the tasks that opt into them."""
+
+    kind = KIND
+    severities = (SEVERITY,)
+    graded = False
+    changes: ClassVar[frozenset[str]] = frozenset({"image"})
+
+    def names(self) -> list[str]:
+        return names()
+
+    def apply_image(self, condition: Condition, image: np.ndarray, seed: int) -> np.ndarray:
+        # a swap's image is its partner's already (needs_partner): the control shows it as it is
+        return apply_control(condition.name, image, image)
+
+    def uses_seed(self, condition: Condition) -> bool:
+        return needs_partner(condition.name)  # the seeded derangement; a blank ignores the seed
+
+    def needs_partner(self, condition: Condition) -> bool:
+        return needs_partner(condition.name)
+
+    def accepted_by(self, task: ConditionTarget) -> bool:
+        return task.image_controls
 
 
 def derangement(n: int, seed: int) -> list[int]:

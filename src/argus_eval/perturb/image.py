@@ -13,13 +13,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from PIL import Image
 
 from argus_eval.data.images import ImageArray, to_rgb_uint8
 from argus_eval.errors import PerturbationError, SampleError, UnknownNameError
+from argus_eval.perturb.kinds import Condition, ConditionKind
 from argus_eval.registry import Registry
 
 ImageFn = Callable[[ImageArray, int, int], Any]  # (uint8 HxWx3 image, severity 1..5, seed) -> array-like
@@ -153,6 +154,23 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArra
         padded = np.pad(rgb, pad, mode="symmetric")
     out = perturbation.fn(padded, int(severity), int(seed))
     return _as_uint8_rgb(out, padded.shape[0], padded.shape[1])[:h, :w].copy()
+
+
+class ImageKind(ConditionKind):
+    """Image conditions ("image:fog@3"): a registered corruption of the sample's own image."""
+
+    kind = "image"
+    changes: ClassVar[frozenset[str]] = frozenset({"image"})
+    shows_perturbed_image = True
+
+    def names(self) -> list[str]:
+        return names()
+
+    def apply_image(self, condition: Condition, image: ImageArray, seed: int) -> ImageArray:
+        return corrupt(image, condition.name, condition.severity, seed)
+
+    def uses_seed(self, condition: Condition) -> bool:
+        return get(condition.name).stochastic  # deterministic corruptions (brightness, ...) ignore it
 
 
 def _as_uint8_rgb(out: Any, h: int, w: int) -> ImageArray:

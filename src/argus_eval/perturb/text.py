@@ -17,8 +17,10 @@ from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from numbers import Integral
+from typing import ClassVar
 
 from argus_eval.errors import PerturbationError, UnknownNameError
+from argus_eval.perturb.kinds import Condition, ConditionKind
 from argus_eval.registry import Registry
 
 TextFn = Callable[[str, int, random.Random], str]  # (text, severity, rng) -> perturbed text
@@ -242,3 +244,16 @@ def perturb(text: str, name: str, severity: int, seed: int) -> str:
     if not isinstance(text, str):
         raise PerturbationError(f"text perturbation {name!r}: expected a string, got {type(text).__name__}")
     return fn(text, int(severity), random.Random(int(seed)))
+
+
+class TextKind(ConditionKind):
+    """Text conditions ("text:typos@2"): a registered perturbation of every query and question."""
+
+    kind = "text"
+    changes: ClassVar[frozenset[str]] = frozenset({"text"})
+
+    def names(self) -> list[str]:
+        return names()
+
+    def apply_text(self, condition: Condition, text: str, seed: int) -> str:
+        return perturb(text, condition.name, condition.severity, seed)

@@ -20,7 +20,7 @@ from PIL import Image, UnidentifiedImageError
 
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
-from argus_eval.perturb.conditions import Condition, apply_image, derive_seed
+from argus_eval.perturb.conditions import Condition, derive_seed
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
 from argus_eval.report.thumbs import THUMBS_FILE, ThumbCache
 
@@ -153,9 +153,18 @@ def perturbed_thumbnail(
         cond = Condition.parse(condition)
         image = load_image(path, sample_id)
         seed = derive_seed(run_seed, sample_id, cond.id)
-        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(apply_image(cond, image, seed))), max_side)
+        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(cond.apply_image(image, seed))), max_side)
     except (ArgusError, OSError, ValueError):
         return None
+
+
+def shows_perturbed_image(condition: str) -> bool:
+    """Whether the gallery shows the image a model saw under condition (its kind says; an id whose kind
+    is not registered here, from another install's run, shows the clean image only)."""
+    try:
+        return Condition.parse(condition).shows_perturbed_image
+    except ArgusError:
+        return False
 
 
 def build_gallery(
@@ -196,9 +205,10 @@ def build_gallery(
         img = _image_file(rec, samples_path.parent)
         tid: str | None = None
         perturbed: str | None = None
+        perturbed_view = shows_perturbed_image(rec.condition)
         if img is not None:
             tid = thumb_id(img, "clean", rec.sample_id)
-            if run_seed is not None and rec.condition.startswith("image:"):
+            if run_seed is not None and perturbed_view:
                 perturbed = thumb_id(img, rec.condition, rec.sample_id)
         if tid is None and (rec.image or rec.image_path):
             g.missing_images += 1
@@ -217,6 +227,7 @@ def build_gallery(
                 "error": _clip(rec.error),
                 "thumb": tid,
                 "thumb_perturbed": perturbed,
+                "perturbed_view": perturbed_view,  # the page says so when that image could not be rebuilt
             }
         )
     cache.save()

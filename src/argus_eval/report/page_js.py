@@ -114,7 +114,7 @@ APP = r"""
     field('prediction', it.prediction, 'pred');
     field('reference', it.reference.length ? it.reference.join('\n') : null);
     field('error', it.error, 'err');
-    if (it.condition.indexOf('image:') === 0 && it.thumb && !it.thumb_perturbed) {
+    if (it.perturbed_view && it.thumb && !it.thumb_perturbed) {
       t.appendChild(el('div', 'hint', 'perturbed image could not be rebuilt; clean image shown'));
     }
     c.appendChild(t);

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from argus_eval.data.types import Sample
-from argus_eval.perturb.conditions import Condition, apply_text, derive_seed
+from argus_eval.perturb.conditions import Condition, derive_seed
 from argus_eval.runner.plan import Cell
 from argus_eval.tasks.base import Prepared
 
@@ -18,7 +18,7 @@ from argus_eval.tasks.base import Prepared
 def sample_texts(sample: Sample, condition: Condition, run_seed: int) -> tuple[str, ...]:
     """A sample's texts under a condition; text i's seed derives from (run seed, sample id, i, condition)."""
     return tuple(
-        apply_text(condition, t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
+        condition.apply_text(t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
         for i, t in enumerate(sample.texts)
     )
 

@@ -148,7 +148,7 @@ def swap_partners(
 
     Derived over the whole cell, never per batch, so every batch (and every model) sees the same swap;
     the seed depends on the run seed, the dataset's content and the condition only."""
-    if cell.condition.kind != controls.KIND or not controls.needs_partner(cell.condition.name):
+    if not cell.condition.needs_partner:
         return {}
     key = (cell.key, run_seed)
     if memo is not None and key in memo:  # computed once per cell, not once per batch

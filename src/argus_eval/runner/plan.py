@@ -216,7 +216,7 @@ def build_plan(
                         for ds in datasets
                         if (samples := task.select(ds))
                         for cond in conditions
-                        if task.accepts(cond.kind)
+                        if task.accepts(cond)
                     ]
                 continue
             try:
@@ -237,7 +237,7 @@ def build_plan(
                         plan.not_applicable.append(entry)
                     continue
                 for cond in conditions:
-                    if not task.accepts(cond.kind):
+                    if not task.accepts(cond):
                         continue
                     key = cell_key(fp, task, ds, cond, protocol, helper_fps)
                     plan.cells.append(

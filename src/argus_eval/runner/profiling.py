@@ -76,7 +76,7 @@ def timing_cells(plan: Plan) -> list[Cell]:
     out = []
     for c in plan.cells:
         unit = (c.model.name, c.task.name)
-        if c.condition.kind == "clean" and unit not in seen:
+        if c.condition == CLEAN and unit not in seen:
             seen.add(unit)
             out.append(c)
     return out

@@ -12,22 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from argus_eval.data.types import Sample, fingerprint_of
-from argus_eval.perturb import controls
-from argus_eval.perturb.conditions import Condition
-from argus_eval.perturb.image import IMAGE_PERTURBATIONS
 from argus_eval.runner.plan import Cell
 from argus_eval.runner.store import Store
-
-
-def uses_run_seed(condition: Condition) -> bool:
-    """Whether the run seed reaches a condition's inputs (perturbations and swaps; not clean or blank)."""
-    if condition.kind == "clean":
-        return False
-    if condition.kind == controls.KIND:
-        return controls.needs_partner(condition.name)
-    if condition.kind == "image":  # deterministic corruptions (brightness, ...) ignore the seed
-        return IMAGE_PERTURBATIONS.get(condition.name).stochastic
-    return True
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:
@@ -41,7 +27,7 @@ def _file_stamp(path: Path) -> tuple[int, int]:
 def input_stamps(cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> dict[str, str]:
     """sample id -> digest of its image file's size and mtime, its swap partner's, and the run seed
     when the condition uses it."""
-    seed = run_seed if uses_run_seed(cell.condition) else None
+    seed = run_seed if cell.condition.uses_seed else None
     out: dict[str, str] = {}
     for s in cell.samples:
         own = None if s.image is None else _file_stamp(cell.dataset.image_path(s))

@@ -19,6 +19,8 @@ from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
 from argus_eval.errors import CapabilityError, ConfigError
 from argus_eval.models.protocols import Model, ModelInfo
+from argus_eval.perturb.conditions import Condition
+from argus_eval.perturb.kinds import kind_of
 from argus_eval.registry import Registry
 from argus_eval.tasks.answers import AnswerFormat
 from argus_eval.tasks.records import Record
@@ -199,8 +201,10 @@ class Task(ABC):
 
     name: ClassVar[str]
     options_model: ClassVar[type[TaskOptions]] = TaskOptions
-    # Which condition kinds change what this task sends to a model.
-    accepts_kinds: ClassVar[frozenset[str]] = frozenset({"clean", "image", "text"})
+    # What a condition may change in what this task sends to a model; each condition's kind decides from
+    # these whether it applies (perturb/kinds.py). Captioning's texts are references, not inputs.
+    perturbable_inputs: ClassVar[frozenset[str]] = frozenset({"image", "text"})
+    image_controls: ClassVar[bool] = False  # whether the image-reliance controls (blank, swap) apply
 
     def __init__(self, options: TaskOptions | None = None) -> None:
         self.options = options if options is not None else self.options_model(name=self.name)
@@ -230,8 +234,10 @@ class Task(ABC):
             self.name, protocol.name, self.options.model_dump(mode="json", exclude={"judge"})
         )
 
-    def accepts(self, condition_kind: str) -> bool:
-        return condition_kind in self.accepts_kinds
+    def accepts(self, condition: Condition | str) -> bool:
+        """Whether a condition (or every condition of a kind, by its name) applies to this task."""
+        behaviour = condition.behaviour if isinstance(condition, Condition) else kind_of(condition)
+        return behaviour.accepted_by(self)
 
     def warm_up(self) -> None:
         """Start what finalize needs and is slow to start (the runner calls this before the models run,

@@ -72,7 +72,8 @@ class CaptioningTask(Task):
     name = "captioning"
     options_model = CaptioningOptions
     options: CaptioningOptions
-    accepts_kinds = frozenset({"clean", "image", "control"})
+    perturbable_inputs = frozenset({"image"})  # its texts are the references
+    image_controls = True
 
     def __init__(self, options: CaptioningOptions | None = None) -> None:
         super().__init__(options)

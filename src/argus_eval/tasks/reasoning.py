@@ -92,7 +92,7 @@ class ReasoningTask(Task):
     name = "reasoning"
     options_model = ReasoningOptions
     options: ReasoningOptions
-    accepts_kinds = frozenset({"clean", "image", "text", "control"})
+    image_controls = True
 
     def select(self, dataset: Dataset) -> list[Sample]:
         return [

@@ -1,0 +1,147 @@
+"""Condition kinds: each kind of run condition is one class that owns all of its behaviour.
+
+A kind says which names and severities it takes, what it does to a sample's image and texts (seeded),
+whether the run seed reaches its output, whether it shows another sample's image (the swap control),
+which tasks it applies to, and whether the gallery shows the image it made. The runner, tasks and report
+call these methods on a condition and never ask which kind it is.
+
+Kinds are registered by their id prefix ("image" in "image:fog@3") in CONDITION_KINDS, lazily (the
+built-in kinds live beside their functions: perturb/image.py, perturb/text.py, perturb/controls.py),
+or from a plugin through the `argus_eval.perturbations` entry-point group, whose value names a
+ConditionKind subclass or instance ("my_pkg.kinds:InvertKind").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from argus_eval.errors import PerturbationError, UnknownNameError
+from argus_eval.registry import Registry
+
+if TYPE_CHECKING:
+    from argus_eval.data.images import ImageArray
+
+SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+ENTRY_POINT_GROUP = "argus_eval.perturbations"
+
+
+class Condition(Protocol):
+    """What a kind reads of a condition (perturb/conditions.py's Condition, which imports this module)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def severity(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+
+
+class ConditionTarget(Protocol):
+    """What a kind needs to know about a task to decide whether it applies (tasks/base.py's Task)."""
+
+    # The inputs a perturbation may change ("image", "text"); captioning's texts are references, not inputs.
+    perturbable_inputs: ClassVar[frozenset[str]]
+    # Whether the image-reliance controls mean something for the task.
+    image_controls: ClassVar[bool]
+
+
+class ConditionKind:
+    """Base of every condition kind; the defaults are those of a condition that changes nothing."""
+
+    kind: ClassVar[str]  # the id prefix, also the key of a config entry ({"image": "fog"})
+    severities: ClassVar[tuple[int, ...]] = SEVERITIES
+    graded: ClassVar[bool] = True  # a config entry takes severities; False: the one severity is implied
+    changes: ClassVar[frozenset[str]] = frozenset()  # the inputs it changes ("image", "text")
+    shows_perturbed_image: ClassVar[bool] = False  # the gallery shows the image it made beside the clean one
+
+    def names(self) -> list[str]:
+        """Valid names of this kind (the part between ":" and "@" of an id)."""
+        return []
+
+    def apply_image(self, condition: Condition, image: ImageArray, seed: int) -> ImageArray:
+        """The image a model sees (uint8 HxWx3 in, same out); return the input itself when unchanged,
+        and never modify it (it is shared). For a kind that needs a partner, image is the partner's."""
+        return image
+
+    def apply_text(self, condition: Condition, text: str, seed: int) -> str:
+        """A query or question as the model sees it."""
+        return text
+
+    def uses_seed(self, condition: Condition) -> bool:
+        """Whether the run seed reaches the inputs (a changed seed then recomputes its records)."""
+        return bool(self.changes)
+
+    def needs_partner(self, condition: Condition) -> bool:
+        """Whether the model is shown another sample's image of the cell instead of its own (swap)."""
+        return False
+
+    def accepted_by(self, task: ConditionTarget) -> bool:
+        """Whether the condition changes what task sends to a model (else the task skips it)."""
+        return self.changes <= task.perturbable_inputs
+
+
+class CleanKind(ConditionKind):
+    """The clean condition: inputs as they are, on every task."""
+
+    kind = "clean"
+
+    def uses_seed(self, condition: Condition) -> bool:
+        return False
+
+    def accepted_by(self, task: ConditionTarget) -> bool:
+        return True
+
+
+CONDITION_KINDS: Registry[ConditionKind | type[ConditionKind]] = Registry(
+    "condition kind", entry_point_group=ENTRY_POINT_GROUP
+)
+CONDITION_KINDS.register("clean", CleanKind())
+CONDITION_KINDS.register("image", "argus_eval.perturb.image:ImageKind")
+CONDITION_KINDS.register("text", "argus_eval.perturb.text:TextKind")
+CONDITION_KINDS.register("control", "argus_eval.perturb.controls:ControlKind")
+
+
+def register_kind(kind: ConditionKind | type[ConditionKind]) -> ConditionKind:
+    """Register a kind (class or instance) under its `kind`; returns the instance (a plugin's one call)."""
+    obj = _instance(kind, "a registration")
+    CONDITION_KINDS.register(obj.kind, obj)
+    return obj
+
+
+def kind_of(kind: str) -> ConditionKind:
+    """The registered behaviour of a condition kind; PerturbationError naming the valid kinds otherwise."""
+    try:
+        entry = CONDITION_KINDS.get(kind)
+    except UnknownNameError:
+        raise PerturbationError(
+            f"unknown condition kind {kind!r}; valid: {', '.join(CONDITION_KINDS.names())} "
+            f"(a plugin adds one through the {ENTRY_POINT_GROUP!r} entry-point group)"
+        ) from None
+    obj = _instance(entry, f"condition kind {kind!r}")
+    if obj.kind != kind:
+        raise PerturbationError(
+            f"condition kind {kind!r} is registered as {type(obj).__name__}, whose kind is {obj.kind!r}"
+        )
+    if obj is not entry:
+        CONDITION_KINDS.unregister(kind)  # an entry point naming a class: keep the one instance
+        CONDITION_KINDS.register(kind, obj)
+    return obj
+
+
+def perturbation_kinds() -> list[str]:
+    """Every registered kind but clean: the keys a config entry may name."""
+    return [k for k in CONDITION_KINDS.names() if k != CleanKind.kind]
+
+
+def _instance(entry: object, what: str) -> ConditionKind:
+    if isinstance(entry, type) and issubclass(entry, ConditionKind):
+        entry = entry()
+    if not isinstance(entry, ConditionKind):
+        raise PerturbationError(
+            f"{what} is {entry!r}, not a ConditionKind subclass or instance (perturb/kinds.py)"
+        )
+    if not getattr(entry, "kind", ""):
+        raise PerturbationError(f"{what}: {type(entry).__name__} sets no `kind` (its id prefix)")
+    return entry
