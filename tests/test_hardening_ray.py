@@ -87,7 +87,8 @@ def test_a_killed_dashboard_agent_ends_the_run_with_one_error_line_naming_it(tmp
         "error: the run on Ray ended abruptly (exit status 1): the local Ray cluster lost a "
     )
     assert "dashboard_agent failed" in line and "rerun the same command to resume" in line
-    rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    # the same command, as the line says (its executor_options are Ray's: the local executor refuses them)
+    rerun = subprocess.run([*argv, "--executor", "ray"], env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "results.json").is_file()
 

@@ -87,8 +87,10 @@ def _exercise(spec: str, directory: Path) -> None:
         processor = getattr(model, "processor", None)
         if processor is not None:
             # The environment decides the image processor's backend: PIL classes without torchvision.
-            pil = type(processor.image_processor).__name__.endswith("Pil")
-            assert pil is not TORCHVISION, type(processor.image_processor)
+            image_processor = processor.image_processor
+            image_processor = getattr(image_processor, "wrapped", image_processor)  # models/pixel_memo.py
+            pil = type(image_processor).__name__.endswith("Pil")
+            assert pil is not TORCHVISION, type(image_processor)
             assert ("video_processor" in processor.get_attributes()) is (TORCHVISION and _video(directory))
     finally:
         model.close()

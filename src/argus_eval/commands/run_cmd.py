@@ -12,7 +12,7 @@ from rich.table import Table
 
 from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
-from argus_eval.runner.config import RunSpec, load_config, parse_config
+from argus_eval.runner.config import RunSpec, parse_config, read_config_data
 
 # Exit status of a run that completed and wrote everything, but in which more than --max-failed of a
 # model's samples failed or did not run (bad input and fatal errors exit 2).
@@ -172,13 +172,14 @@ def run_command(
 
 
 def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunSpec:
-    """The config file with command-line overrides applied (validated again as a whole)."""
-    cfg = load_config(cfg_path)
-    if not overrides:
-        return cfg
-    data = cfg.written.model_dump(mode="json")
-    for key, value in overrides.items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    """The config file with command-line overrides applied, then validated as a whole (so that an
+    --executor override decides which options model reads executor_options)."""
+    data = read_config_data(cfg_path)
+    if overrides and isinstance(data, dict):
+        for key, value in overrides.items():
+            written = data.get(key)
+            merge = isinstance(value, dict) and isinstance(written, dict)
+            data[key] = {**(written or {}), **value} if merge else value
     return parse_config(data, str(cfg_path))
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -77,9 +78,14 @@ def supervised_run(argv: list[str]) -> int | None:
 def _check_config(argv: list[str]) -> None:
     """Read the run's config here first, so that a mistake in it (executor_options included) is one
     ConfigError line from this process, not from a child whose streams the caller may not capture."""
-    from argus_eval.runner.config import default_config_path, load_config
+    from argus_eval.commands.run_cmd import configured
+    from argus_eval.runner.config import default_config_path
 
-    load_config(Path(_option(argv, "--config", "-c") or default_config_path()))
+    overrides: dict[str, Any] = {"executor": "ray"}  # supervised runs are Ray runs (runs_on_ray)
+    address = _option(argv, "--address")
+    if address is not None:
+        overrides["executor_options"] = {"address": address}
+    configured(Path(_option(argv, "--config", "-c") or default_config_path()), overrides)
 
 
 def _wait(child: subprocess.Popen[bytes]) -> int:

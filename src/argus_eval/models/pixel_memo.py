@@ -32,6 +32,11 @@ class PixelMemo:
         self.hits = 0
         self.misses = 0
 
+    @property
+    def wrapped(self) -> Any:
+        """The image processor itself (its class says which backend transformers chose)."""
+        return self._inner
+
     def __getattr__(self, name: str) -> Any:  # everything else is the processor's
         return getattr(self._inner, name)
 

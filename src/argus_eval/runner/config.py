@@ -258,6 +258,11 @@ def parse_config(data: Any, source: str) -> RunSpec:
 
 def load_config(path: Path) -> RunSpec:
     """Read, validate and resolve a YAML (or JSON) run config file."""
+    return parse_config(read_config_data(path), str(path))
+
+
+def read_config_data(path: Path) -> Any:
+    """A run config file's YAML (or JSON) as written, before validation (ConfigError naming the file)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -272,7 +277,7 @@ def load_config(path: Path) -> RunSpec:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"config file {path} is not valid YAML{where}") from None
-    return parse_config(data, str(path))
+    return data
 
 
 def default_config_path() -> Path:
