@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -90,17 +90,11 @@ def run(
     ] = True,
 ) -> None:
     """Evaluate the configured models (or the default suite) and write results.json, samples.jsonl, report."""
-    from argus_eval.commands.run_cmd import dry_run_plan, run_command
+    from argus_eval.commands.run_cmd import dry_run_plan, run_command, run_overrides
     from argus_eval.runner.config import default_config_path
 
     cfg_path = config or default_config_path()
-    overrides: dict[str, Any] = {}
-    if data_root is not None:
-        overrides["data_root"] = str(data_root)
-    if executor is not None:
-        overrides["executor"] = executor
-    if address is not None:
-        overrides["executor_options"] = {"address": address}
+    overrides = run_overrides(data_root, executor, address)
     if dry_run:
         dry_run_plan(cfg_path, console, as_json, overrides)
         return

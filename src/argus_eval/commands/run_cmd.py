@@ -171,6 +171,18 @@ def run_command(
     return code
 
 
+def run_overrides(data_root: str | Path | None, executor: str | None, address: str | None) -> dict[str, Any]:
+    """The config keys `argus run`'s options override (--data-root, --executor, --address)."""
+    overrides: dict[str, Any] = {}
+    if data_root is not None:
+        overrides["data_root"] = str(data_root)
+    if executor is not None:
+        overrides["executor"] = executor
+    if address is not None:
+        overrides["executor_options"] = {"address": address}
+    return overrides
+
+
 def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunSpec:
     """The config file with command-line overrides applied, then validated as a whole (so that an
     --executor override decides which options model reads executor_options)."""

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -78,13 +77,12 @@ def supervised_run(argv: list[str]) -> int | None:
 def _check_config(argv: list[str]) -> None:
     """Read the run's config here first, so that a mistake in it (executor_options included) is one
     ConfigError line from this process, not from a child whose streams the caller may not capture."""
-    from argus_eval.commands.run_cmd import configured
+    from argus_eval.commands.run_cmd import configured, run_overrides
     from argus_eval.runner.config import default_config_path
 
-    overrides: dict[str, Any] = {"executor": "ray"}  # supervised runs are Ray runs (runs_on_ray)
-    address = _option(argv, "--address")
-    if address is not None:
-        overrides["executor_options"] = {"address": address}
+    overrides = run_overrides(
+        _option(argv, "--data-root"), _option(argv, "--executor"), _option(argv, "--address")
+    )  # the child's own overrides, so both read the same config
     configured(Path(_option(argv, "--config", "-c") or default_config_path()), overrides)
 
 
