@@ -44,12 +44,11 @@ from argus_eval.models.api_concurrency import AdaptiveLimit
 from argus_eval.models.api_refusal import refusal
 from argus_eval.models.api_transport import BodyError, Transport
 from argus_eval.models.options import ApiOptions, check_options
-from argus_eval.models.protocols import GENERATE, ModelInfo
+from argus_eval.models.protocols import GENERATE, TOKEN_FIELDS, ModelInfo
 from argus_eval.models.secrets import redact_text, redact_url, url_secrets
 from argus_eval.models.spec import ModelConfig
 
 RETRY_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
-TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
 
 def png_data_url(image: ImageArray) -> str:

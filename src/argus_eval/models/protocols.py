@@ -27,6 +27,9 @@ CLASSIFY = "classify"  # classify(images, questions) -> one label of a fixed ans
 # pool_images / pool_texts: cheap pooled vectors of a model that is not a retrieval encoder (a chat
 # VLM's mean image token and mean word embedding); good for a shortlist, not for ranking on their own.
 POOL = "pool"
+# The token counts a served model reports per request (its `last_usage` entries, in request order);
+# the runner puts them on the records they answered (runner/usage.py).
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ import json
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from argus_eval.models.protocols import TOKEN_FIELDS
 from argus_eval.tasks.records import Record
 
-TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 USAGE_KEY = "usage"  # the key of a record's output that holds its tokens
 
 
