@@ -6,6 +6,7 @@ own sizes and word list, so the two cannot drift apart in anything but those.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,31 @@ class ChatVlmSize:
     vision_layers: int
     vision_heads: int
     vision_mlp: int
+
+    @classmethod
+    def of(
+        cls,
+        image: int,
+        patch: int,
+        text: Mapping[str, int],
+        vision: Mapping[str, int],
+        layers: str = "layers",
+    ) -> ChatVlmSize:
+        """The sizes from a trainer's text and vision dicts (as its manifest records them); `layers`
+        names the vision tower's depth key (Qwen2.5-VL calls it depth)."""
+        return cls(
+            image=image,
+            patch=patch,
+            text_hidden=text["hidden"],
+            text_layers=text["layers"],
+            text_heads=text["heads"],
+            text_kv_heads=text["kv_heads"],
+            text_mlp=text["mlp"],
+            vision_hidden=vision["hidden"],
+            vision_layers=vision[layers],
+            vision_heads=vision["heads"],
+            vision_mlp=vision["mlp"],
+        )
 
 
 def gemma3_tokenizer(tokenizer_object: Any) -> Any:

@@ -23,19 +23,7 @@ from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 IMAGE, PATCH, IMAGE_TOKENS = 96, 12, 16  # 8x8 patches pooled 2x2 -> 16 tokens ((96/12)/sqrt(16) = 2)
 TEXT: dict[str, int] = {"hidden": 128, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 32, "mlp": 256}
 VISION: dict[str, int] = {"hidden": 64, "layers": 2, "heads": 4, "mlp": 128}
-SIZE = ChatVlmSize(
-    image=IMAGE,
-    patch=PATCH,
-    text_hidden=TEXT["hidden"],
-    text_layers=TEXT["layers"],
-    text_heads=TEXT["heads"],
-    text_kv_heads=TEXT["kv_heads"],
-    text_mlp=TEXT["mlp"],
-    vision_hidden=VISION["hidden"],
-    vision_layers=VISION["layers"],
-    vision_heads=VISION["heads"],
-    vision_mlp=VISION["mlp"],
-)
+SIZE = ChatVlmSize.of(IMAGE, PATCH, TEXT, VISION)
 RECIPE_DATA = ChatRecipe(
     domains=DOMAIN_NAMES,
     images_per_domain=1500,

@@ -28,19 +28,7 @@ from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 IMAGE, PATCH, MERGE = 96, 8, 2
 TEXT: dict[str, int] = {"hidden": 128, "layers": 3, "heads": 4, "kv_heads": 2, "mlp": 256}
 VISION: dict[str, int] = {"hidden": 64, "depth": 2, "heads": 4, "mlp": 128}
-SIZE = ChatVlmSize(
-    image=IMAGE,
-    patch=PATCH,
-    text_hidden=TEXT["hidden"],
-    text_layers=TEXT["layers"],
-    text_heads=TEXT["heads"],
-    text_kv_heads=TEXT["kv_heads"],
-    text_mlp=TEXT["mlp"],
-    vision_hidden=VISION["hidden"],
-    vision_layers=VISION["depth"],
-    vision_heads=VISION["heads"],
-    vision_mlp=VISION["mlp"],
-)
+SIZE = ChatVlmSize.of(IMAGE, PATCH, TEXT, VISION, layers="depth")
 RECIPE_DATA = ChatRecipe(
     domains=("studio",),
     images_per_domain=3000,
