@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from argus_eval.metrics._ngrams import ngram_counts_text
-from argus_eval.metrics._ptb import ptb_tokenize
+from argus_eval.metrics._ptb import forget_tokens, ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.caption import score_captions
 from argus_eval.metrics.cider import cider_d
@@ -191,12 +191,16 @@ def _whole(cands: dict[int, str], refs: dict[int, list[str]]) -> None:
     (expect, expect_per), t_coco = _timed(lambda: _coco_whole(cands, refs))
     close_shared_meteor()
     os.environ[SERVER_ENV] = ""  # no server, whatever state file this machine has
+    # every timed call tokenises afresh: the process keeps the tokens of sentences it has seen
+    forget_tokens()
     cold, t_cold = _timed(lambda: score_captions(cands, refs, per_sample=True))
     warm_jit(shared_meteor(0)).join()  # started and warmed before the call, as a run's warm_up does
+    forget_tokens()
     warm, t_warm = _timed(lambda: score_captions(cands, refs, per_sample=True))
     close_shared_meteor()
     with _meteor_server() as state:
         os.environ[SERVER_ENV] = str(state)
+        forget_tokens()
         served, t_served = _timed(lambda: score_captions(cands, refs, per_sample=True))
         os.environ[SERVER_ENV] = ""
     for name, got, t in (("cold", cold, t_cold), ("warm", warm, t_warm), ("served", served, t_served)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from argus_eval.data.blind import blind_answers, blind_prior
 from argus_eval.data.types import Dataset, Sample, TrainPrior
@@ -109,3 +110,26 @@ def test_a_withheld_training_split_names_why_there_is_no_baseline() -> None:
     )
     out = blind_answers(ds, samples)
     assert out.answers == [] and out.skipped == "dataset 'toy': the evaluated split is the training split"
+
+
+def test_one_task_works_the_baseline_out_once_per_dataset_and_samples(monkeypatch: Any) -> None:
+    import argus_eval.tasks.reasoning as reasoning
+
+    calls: list[int] = []
+    real = reasoning.blind_answers
+    monkeypatch.setattr(reasoning, "blind_answers", lambda d, s: calls.append(len(s)) or real(d, s))
+    samples = [_q(0, "count_a", "count", "2"), _q(1, "exist_a", "exist", "yes")]
+    task, data, other = ReasoningTask(), _dataset(samples), _dataset(samples, train=(("f", "t", "yes"),))
+    answers = ({"q0": "2", "q1": "no"}, {"q0": "3", "q1": "yes"})  # two models on the same samples
+    got = [
+        task.finalize(d, samples, {k: Record(k, {"answer": a[k]}) for k in a}, PROTOCOL).breakdown
+        for d in (data, other)
+        for a in answers
+    ]
+    assert calls == [2, 2]  # once for each dataset, whatever the models answered
+    assert got[0]["blind_baseline"] == got[1]["blind_baseline"]
+    assert got[0]["blind_baseline"]["score"] == 0.5 and got[2]["blind_baseline"]["score"] == 0.5
+    assert got[2]["blind_baseline"]["answered_by"] != got[0]["blind_baseline"]["answered_by"]
+    # one item fewer scored: worked out afresh on those samples
+    fewer = task.finalize(data, samples, {"q1": Record("q1", {"answer": "no"})}, PROTOCOL)
+    assert calls == [2, 2, 1] and fewer.metrics["blind_baseline"] == 0.0

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from argus_eval.metrics import _ptb
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.scoring.paired import align, group_rows, paired_counts
@@ -151,3 +152,24 @@ def test_paired_bootstrap_equals_a_plain_per_cell_bootstrap() -> None:
         expected = [c.finish(sorted_comp.sum(0)[None, :])[0]]
         expected += [c.finish(sorted_comp[idx].sum(0)[None, :])[0] for idx in picks]
         np.testing.assert_allclose(rows[c.key], np.array(expected), rtol=0, atol=1e-12)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="java not on PATH (PTB tokenizer jar)")
+def test_fresh_scoring_tokenises_every_caption_cell_in_one_jar_call(
+    first_run: tuple[dict[str, Any], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg, out = first_run
+    calls: list[int] = []
+    real = _ptb._run_jar
+
+    def counted(lines: Any) -> list[str]:
+        calls.append(len(lines))
+        return real(lines)
+
+    monkeypatch.setattr(_ptb, "_run_jar", counted)
+    _ptb.forget_tokens()  # the first run in this process tokenised these sentences already
+    fresh = run(parse_config(cfg, "test"), _copy(out, tmp_path / "fresh", drop_scored=True), quiet=True)
+    captioning = [c for c in fresh.plan.cells if c.task.name == "captioning"]
+    assert len(captioning) > 1
+    assert len(calls) == 1  # before_finalize sent every cell's sentences; each finalize found them
+    assert _files(tmp_path / "fresh") == _files(out)

@@ -95,9 +95,14 @@ def run_command(
     from argus_eval.runner.pipeline import run
 
     out_dir = out or Path("runs") / cfg.name
-    outcome = run(cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed)
-    with writing(out_dir / "report.html"):
-        write_reports(out_dir)
+
+    def reports(out_dir: Path) -> None:
+        with writing(out_dir / "report.html"):
+            write_reports(out_dir)
+
+    outcome = run(
+        cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed, reports=reports
+    )
     res = outcome.results
     code, why = exit_status(res, max_failed)
     if as_json:

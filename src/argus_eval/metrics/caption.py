@@ -101,6 +101,11 @@ def _tokenise(candidates: Mapping[Hashable, str], references: Mapping[Hashable, 
     return _Tokenised(keys, toks[pos:], refs)
 
 
+def tokenise_ahead(sentences: Sequence[str]) -> None:
+    """PTB-tokenise sentences now, in one jar call: later scoring of any of them reuses their tokens."""
+    ptb_tokenize(sentences)
+
+
 def _bleu_cider_inputs(
     tok: _Tokenised,
 ) -> tuple[Any, NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:

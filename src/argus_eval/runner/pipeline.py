@@ -148,10 +148,12 @@ def run(
     quiet: bool = False,
     loader: Callable[[ModelConfig], Model] = load_model,
     retry_failed: bool = True,
+    reports: Callable[[Path], None] | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation into out_dir and write results.json and samples.jsonl.
 
-    Failed records of an earlier run are computed again unless retry_failed is False."""
+    Failed records of an earlier run are computed again unless retry_failed is False. reports(out_dir)
+    writes what is built from those files (the command's report.html), timed with scoring in run_log."""
     t0 = time.perf_counter()
     prepare_out_dir(out_dir)
     pool = ModelPool(loader)
@@ -220,6 +222,8 @@ def run(
     text = results_text(results)
     with writing(out_dir / "results.json"):
         (out_dir / "results.json").write_text(text, encoding="utf-8")
+    if reports is not None:
+        reports(out_dir)
     log = {
         "wall_seconds": round(time.perf_counter() - t0, 3),
         "phase_seconds": {  # where the time went: plan (data, model info), cells, timing trials, scoring

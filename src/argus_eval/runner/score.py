@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,9 @@ from argus_eval.runner.score_cache import (
 from argus_eval.runner.store import Store
 from argus_eval.runner.usage import rows_tokens
 from argus_eval.scoring.types import CellData, CellKey
-from argus_eval.tasks.base import CellResult, Finish
+from argus_eval.tasks.base import CellResult, FinalizeInput, Finish
 from argus_eval.tasks.judge import JudgeSetup
+from argus_eval.tasks.records import Record
 
 
 @dataclass
@@ -53,24 +54,38 @@ class ScoredCell:
         return totals or None
 
 
-def _finalizer(cell: Cell, store: Store, rows: list[RawRow]) -> Callable[[], CellResult]:
-    """The cell's finalize from its successful records, run at most once and only when called."""
+def _finalizer(
+    cell: Cell, store: Store, rows: list[RawRow], decoded: Mapping[str, Record] | None
+) -> Callable[[], CellResult]:
+    """The cell's finalize from its successful records (decoded: already read), run at most once and
+    only when called."""
     done: list[CellResult] = []
 
     def result() -> CellResult:
         if not done:
-            ok = store.decode(cell.key, [r for r in rows if r[3] is None])
+            ok = _ok_records(cell, store, rows) if decoded is None else decoded
             done.append(cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol))
         return done[0]
 
     return result
 
 
-def _scored(cell: Cell, store: Store, rows: list[RawRow], digest: str, kept: dict[str, bytes]) -> ScoredCell:
+def _ok_records(cell: Cell, store: Store, rows: list[RawRow]) -> dict[str, Record]:
+    return store.decode(cell.key, [r for r in rows if r[3] is None])
+
+
+def _scored(
+    cell: Cell,
+    store: Store,
+    rows: list[RawRow],
+    digest: str,
+    kept: dict[str, bytes],
+    decoded: Mapping[str, Record] | None = None,
+) -> ScoredCell:
     failures = {sid: repair_text(err) for sid, _o, _a, err, _s in rows if err is not None}
     if len(failures) == len(rows):
         return ScoredCell(cell, None, failures)
-    fresh = _finalizer(cell, store, rows)
+    fresh = _finalizer(cell, store, rows, decoded)
     blob = kept.get(f"rows:{digest}")
     cache = CellCache(digest, {} if blob is None else unpack_rows(blob), None)
     finish = cache.wrap(lambda: fresh().finish)
@@ -104,17 +119,36 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     raw = {cell.key: store.raw_rows(cell.key) for cell in plan.cells}
     digests = {key: record_hash(key, rows) for key, rows in raw.items()}
     kept = store.get_scored([f"{kind}:{d}" for d in digests.values() for kind in ("cell", "rows")])
+    # the cells to finalize now (no kept result): read once, and shown to their task all together first
+    due = {
+        c.key: _ok_records(c, store, raw[c.key])
+        for c in plan.cells
+        if c.task.name not in plan.judges
+        and f"cell:{digests[c.key]}" not in kept
+        and any(r[3] is None for r in raw[c.key])
+    }
+    _before_finalize([c for c in plan.cells if c.key in due], due)
     out = []
     for c in plan.cells:
         setup = plan.judges.get(c.task.name)
         s = (
-            _scored(c, store, raw[c.key], digests[c.key], kept)
+            _scored(c, store, raw[c.key], digests[c.key], kept, due.get(c.key))
             if setup is None
             else _judged(c, setup, store, raw[c.key])
         )
         s.tokens = rows_tokens(raw[c.key], s.failures)
         out.append(s)
     return out
+
+
+def _before_finalize(cells: list[Cell], records: Mapping[str, Mapping[str, Record]]) -> None:
+    by_task: dict[int, list[Cell]] = {}
+    for c in cells:
+        by_task.setdefault(id(c.task), []).append(c)
+    for group in by_task.values():
+        group[0].task.before_finalize(
+            [FinalizeInput(c.dataset, c.samples, records[c.key], c.protocol) for c in group]
+        )
 
 
 def keep_scored(store: Store, scored: list[ScoredCell]) -> None:

@@ -190,6 +190,16 @@ class CellResult:
         return float(self.finish(self.components.sum(0)[None, :])[0])
 
 
+@dataclass(frozen=True)
+class FinalizeInput:
+    """One cell about to be finalized: what its finalize will be given."""
+
+    dataset: Dataset
+    samples: Sequence[Sample]
+    records: Mapping[str, Record]
+    protocol: ProtocolChoice
+
+
 def mean_finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
     """Finish for [score, 1] components: the mean score over the (re)sampled set."""
     out: NDArray[np.float64] = sums[:, 0] / np.maximum(sums[:, 1], 1e-300)
@@ -242,6 +252,12 @@ class Task(ABC):
     def warm_up(self) -> None:
         """Start what finalize needs and is slow to start (the runner calls this before the models run,
         so that the start-up overlaps their work); it must not block. Default: nothing."""
+        return
+
+    def before_finalize(self, cells: Sequence[FinalizeInput]) -> None:
+        """Called once with every cell of this task the runner is about to finalize, before the first:
+        work a finalize would start per cell (an external process) can be done here for all of them at
+        once. It must not change what finalize returns. Default: nothing."""
         return
 
     def infer(

@@ -13,7 +13,7 @@ from pydantic import Field, StrictFloat, StrictInt
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
-from argus_eval.metrics.caption import caption_components, caption_finish
+from argus_eval.metrics.caption import caption_components, caption_finish, tokenise_ahead
 from argus_eval.metrics.meteor_remote import warm_meteor
 from argus_eval.models.protocols import (
     CAPTION,
@@ -28,6 +28,7 @@ from argus_eval.models.protocols import (
 from argus_eval.tasks.answers import answer_format, clean_generated, cleaned_output, non_empty
 from argus_eval.tasks.base import (
     CellResult,
+    FinalizeInput,
     Finish,
     Prepared,
     ProtocolChoice,
@@ -126,6 +127,17 @@ class CaptioningTask(Task):
         """A caption, for the judge: the instruction as its question, the reference captions."""
         return JudgeItem(self.options.prompt, tuple(sample.texts), str(output.get("caption", "")))
 
+    def before_finalize(self, cells: Sequence[FinalizeInput]) -> None:
+        """Tokenise every cell's captions and references in one PTB jar call (one JVM start a run;
+        finalize then finds each sentence's tokens kept)."""
+        texts: list[str] = []
+        for c in cells:
+            for s in c.samples:
+                if s.sample_id in c.records:
+                    texts += [*s.texts, _caption_of(c.records[s.sample_id])]
+        if texts:
+            tokenise_ahead(texts)
+
     def finalize(
         self,
         dataset: Dataset,
@@ -135,9 +147,7 @@ class CaptioningTask(Task):
     ) -> CellResult:
         kept = [s for s in samples if s.sample_id in records]
         outputs = [records[s.sample_id].output for s in kept]
-        cands: dict[Hashable, str] = {
-            s.sample_id: str((o or {}).get("caption", "")) for s, o in zip(kept, outputs, strict=True)
-        }
+        cands: dict[Hashable, str] = {s.sample_id: _caption_of(records[s.sample_id]) for s in kept}
         refs: dict[Hashable, Sequence[str]] = {s.sample_id: list(s.texts) for s in kept}
         used = self._metrics()
         keys, comp, _ = caption_components(cands, refs, metrics=_needed(used))
@@ -182,6 +192,10 @@ class Prompted:
             Record(p.sample.sample_id, cleaned_output("caption", clean_generated(t)))
             for p, t in zip(batch, texts, strict=True)
         ]
+
+
+def _caption_of(record: Record) -> str:
+    return str((record.output or {}).get("caption", ""))
 
 
 def _captions(batch: Sequence[Prepared], captions: Sequence[str]) -> list[Record]:

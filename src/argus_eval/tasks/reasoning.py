@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -93,6 +94,10 @@ class ReasoningTask(Task):
     options_model = ReasoningOptions
     options: ReasoningOptions
     image_controls = True
+
+    def __init__(self, options: TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._blind_known: dict[tuple[int, tuple[str, ...], Scheme], tuple[Dataset, dict[str, Any]]] = {}
 
     def select(self, dataset: Dataset) -> list[Sample]:
         return [
@@ -252,7 +257,17 @@ class ReasoningTask(Task):
         return with_judge(result, verdicts, self.options.judge.primary)
 
     def _blind_baseline(self, dataset: Dataset, kept: Sequence[Sample], scheme: Scheme) -> dict[str, Any]:
-        """The training-answer prior scored like the model (same samples and scheme), or why it is skipped."""
+        """The training-answer prior scored like the model (same samples and scheme), or why it is skipped.
+
+        The same for every model and condition of a dataset: worked out once per (dataset, samples)."""
+        key = (id(dataset), tuple(s.sample_id for s in kept), scheme)
+        known = self._blind_known.get(key)
+        if known is None or known[0] is not dataset:  # the dataset held, so its id is not reused
+            known = (dataset, self._blind_baseline_of(dataset, kept, scheme))
+            self._blind_known[key] = known
+        return copy.deepcopy(known[1])
+
+    def _blind_baseline_of(self, dataset: Dataset, kept: Sequence[Sample], scheme: Scheme) -> dict[str, Any]:
         blind = blind_answers(dataset, kept)
         if blind.skipped is not None or not kept:
             return {"skipped": blind.skipped or "no scored sample"}
