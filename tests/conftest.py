@@ -13,9 +13,11 @@ import pytest  # after the environment above, which must come before any other i
 
 
 @pytest.fixture(autouse=True)
-def _fresh_ptb_tokens() -> None:
-    """Each test tokenises captions as a fresh process would: the PTB tokens a process keeps
-    (metrics/_ptb.py) would otherwise let one test's sentences change what another exercises."""
-    from argus_eval.metrics import _ptb
+def _fresh_caption_parts() -> None:
+    """Each test scores captions as a fresh process would: the PTB tokens and METEOR segment scores a
+    process keeps (metrics/_ptb.py, metrics/meteor_segments.py) would otherwise let one test's captions
+    change what another exercises."""
+    from argus_eval.metrics import _ptb, meteor_segments
 
     _ptb.forget_tokens()
+    meteor_segments.forget_segments()

@@ -24,6 +24,7 @@ from argus_eval.metrics._ptb import ptb_tokenize
 from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.cider import cider_d
 from argus_eval.metrics.meteor_remote import MeteorScorer, meteor_scorer
+from argus_eval.metrics.meteor_segments import KeptSegments, segment_scores
 from argus_eval.metrics.rouge import rouge_l
 
 # metric name (pycocoevalcap's key) -> the scorer group that computes it
@@ -101,9 +102,25 @@ def _tokenise(candidates: Mapping[Hashable, str], references: Mapping[Hashable, 
     return _Tokenised(keys, toks[pos:], refs)
 
 
-def tokenise_ahead(sentences: Sequence[str]) -> None:
-    """PTB-tokenise sentences now, in one jar call: later scoring of any of them reuses their tokens."""
-    ptb_tokenize(sentences)
+def components_ahead(
+    corpora: Sequence[tuple[Mapping[Hashable, str], Mapping[Hashable, Sequence[str]]]],
+    metrics: Sequence[str] | None = None,
+) -> None:
+    """Prepare caption_components of many corpora (candidates, references) at once: every sentence
+    PTB-tokenised in one jar call and, with METEOR asked for, every distinct segment scored in one
+    METEOR call; caption_components of any of these corpora then starts no process."""
+    names = _resolve_metrics(metrics)
+    for cands, refs in corpora:
+        _check_inputs(cands, refs)
+    ptb_tokenize([s for cands, refs in corpora for k in refs for s in (*refs[k], cands[k])])
+    if "meteor" in {METRIC_GROUPS[m] for m in names}:
+        toks = [_tokenise(cands, refs) for cands, refs in corpora]
+        n = sum(len(t.keys) for t in toks)
+        segment_scores(
+            lambda: meteor_scorer(n),
+            [c for t in toks for c in t.candidates],
+            [r for t in toks for r in t.references],
+        )
 
 
 def _bleu_cider_inputs(
@@ -221,7 +238,9 @@ def caption_components(
     names = _resolve_metrics(metrics)
     groups = {METRIC_GROUPS[m] for m in names} - {"spice"}
     _check_inputs(candidates, references)
-    meteor = meteor_scorer(len(candidates)) if "meteor" in groups else None
+    n = len(candidates)
+    # per-segment METEOR only (the components' mean), so segments scored before are not sent again
+    meteor = KeptSegments(lambda: meteor_scorer(n)) if "meteor" in groups else None
     tok = _tokenise(candidates, references)
     _, per, _, stats = _per_image_metrics(tok, groups, meteor, None)
     comp = np.full((len(tok.keys), len(COMPONENT_NAMES)), np.nan, dtype=np.float64)

@@ -13,7 +13,7 @@ from pydantic import Field, StrictFloat, StrictInt
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
-from argus_eval.metrics.caption import caption_components, caption_finish, tokenise_ahead
+from argus_eval.metrics.caption import caption_components, caption_finish, components_ahead
 from argus_eval.metrics.meteor_remote import warm_meteor
 from argus_eval.models.protocols import (
     CAPTION,
@@ -128,15 +128,12 @@ class CaptioningTask(Task):
         return JudgeItem(self.options.prompt, tuple(sample.texts), str(output.get("caption", "")))
 
     def before_finalize(self, cells: Sequence[FinalizeInput]) -> None:
-        """Tokenise every cell's captions and references in one PTB jar call (one JVM start a run;
-        finalize then finds each sentence's tokens kept)."""
-        texts: list[str] = []
-        for c in cells:
-            for s in c.samples:
-                if s.sample_id in c.records:
-                    texts += [*s.texts, _caption_of(c.records[s.sample_id])]
-        if texts:
-            tokenise_ahead(texts)
+        """Tokenise every cell's captions and references in one PTB jar call, and score their distinct
+        METEOR segments in one exchange (finalize then finds both kept, and starts no process)."""
+        corpora = [_corpus(c.samples, c.records) for c in cells]
+        corpora = [(cands, refs) for cands, refs in corpora if cands]
+        if corpora:
+            components_ahead(corpora, _needed(self._metrics()))
 
     def finalize(
         self,
@@ -147,8 +144,7 @@ class CaptioningTask(Task):
     ) -> CellResult:
         kept = [s for s in samples if s.sample_id in records]
         outputs = [records[s.sample_id].output for s in kept]
-        cands: dict[Hashable, str] = {s.sample_id: _caption_of(records[s.sample_id]) for s in kept}
-        refs: dict[Hashable, Sequence[str]] = {s.sample_id: list(s.texts) for s in kept}
+        cands, refs = _corpus(samples, records)
         used = self._metrics()
         keys, comp, _ = caption_components(cands, refs, metrics=_needed(used))
         order = {k: i for i, k in enumerate(keys)}
@@ -194,8 +190,15 @@ class Prompted:
         ]
 
 
-def _caption_of(record: Record) -> str:
-    return str((record.output or {}).get("caption", ""))
+def _corpus(
+    samples: Sequence[Sample], records: Mapping[str, Record]
+) -> tuple[dict[Hashable, str], dict[Hashable, Sequence[str]]]:
+    """The caption of each sample with a record, and its references, by sample id."""
+    kept = [s for s in samples if s.sample_id in records]
+    cands: dict[Hashable, str] = {
+        s.sample_id: str((records[s.sample_id].output or {}).get("caption", "")) for s in kept
+    }
+    return cands, {s.sample_id: list(s.texts) for s in kept}
 
 
 def _captions(batch: Sequence[Prepared], captions: Sequence[str]) -> list[Record]:
