@@ -39,13 +39,9 @@ class SampleLine(CellKeyFields):
     error: Json = None
 
 
-def _parse(line: str, path: Path, lineno: int) -> SampleLine:
-    # pydantic-core's own JSON parser is the fast path; a line it refuses goes through Python's json and
-    # model_validate, which accept or refuse it exactly as the reader always did, with the same message.
-    try:
-        return SampleLine.model_validate_json(line)
-    except ValidationError:
-        pass
+def parse_with_json(line: str, path: Path, lineno: int) -> SampleLine:
+    """One line through Python's json, then model_validate: the reader's reference, which names the file,
+    the line and the field of a broken one (ResultsError)."""
     try:
         rec = json.loads(line)
     except ValueError as e:
@@ -56,6 +52,15 @@ def _parse(line: str, path: Path, lineno: int) -> SampleLine:
         return SampleLine.model_validate(rec)
     except ValidationError as e:
         raise ResultsError(f"{path}:{lineno}: {field_error(e)}") from None
+
+
+def _parse(line: str, path: Path, lineno: int) -> SampleLine:
+    # pydantic-core's own JSON parser is the fast path (no Python dict in between); a line it refuses
+    # goes through the reference, which accepts or refuses it as the reader always did, with its message.
+    try:
+        return SampleLine.model_validate_json(line)
+    except ValidationError:
+        return parse_with_json(line, path, lineno)
 
 
 def iter_samples(path: Path) -> Iterator[SampleLine]:
