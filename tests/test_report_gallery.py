@@ -31,11 +31,12 @@ def test_select_worst_keeps_failed_then_lowest_per_cell() -> None:
     recs = [{**r, "sample_id": f"{r['sample_id']}-{i}"} for i, r in enumerate(recs)]
     recs += [_rec("b", "only", 0.7), _rec("c", "perfect", 1.0)]
     lines = [SampleLine.model_validate(r) for r in recs]
-    kept, total, candidates = select_worst(lines, per_cell=3)
+    worst = select_worst(lines, per_cell=3)
+    kept, total, candidates = worst.kept, worst.total, worst.candidates
     assert total == 37
     assert candidates == 37 - 5 - 1  # perfect scores are not failures
     assert [r.score for r in kept[("a", "t", "d", "clean")]] == [None, None, None]
-    assert [r.score for r in select_worst(lines, per_cell=8)[0][("a", "t", "d", "clean")]] == [None] * 5 + [
+    assert [r.score for r in select_worst(lines, per_cell=8).kept[("a", "t", "d", "clean")]] == [None] * 5 + [
         0.1,
         0.1,
         0.1,

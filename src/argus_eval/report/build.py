@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from argus_eval.report.csv_export import write_csvs
+from argus_eval.report.gallery import select_worst
 from argus_eval.report.html import HtmlOptions, render_html
 from argus_eval.report.markdown import render_summary
-from argus_eval.report.samples import samples_shortfall
+from argus_eval.report.samples import iter_samples, samples_shortfall
 from argus_eval.results_model import Results, load_results
 
 
@@ -25,7 +26,9 @@ def write_reports(
     (samples.jsonl cut short) is noted in both reports and appended to warnings."""
     results = read_results(run_dir)
     samples = run_dir / "samples.jsonl"
-    short = samples_shortfall(samples, results.cells)
+    opts = options or HtmlOptions()
+    worst = select_worst(iter_samples(samples), opts.gallery_per_cell)  # the one pass over the file
+    short = samples_shortfall(samples, results.cells, worst.lines)
     if short is not None:
         results = results.model_copy(update={"notes": [short, *results.notes]})
         if warnings is not None:
@@ -33,5 +36,5 @@ def write_reports(
     summary = run_dir / "summary.md"
     page = run_dir / "report.html"
     summary.write_text(render_summary(results), encoding="utf-8")
-    page.write_text(render_html(results, samples, options), encoding="utf-8")
+    page.write_text(render_html(results, samples, opts, worst), encoding="utf-8")
     return [summary, page, *write_csvs(results, run_dir)]

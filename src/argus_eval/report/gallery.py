@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import warnings
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,19 +54,34 @@ def _is_candidate(rec: SampleLine) -> bool:
     return rec.score is None or float(rec.score) < 1.0
 
 
-def select_worst(
-    records: Iterable[SampleLine], per_cell: int
-) -> tuple[dict[CellKey, list[SampleLine]], int, int]:
-    """Per cell, the per_cell worst candidate records (sorted worst first); also the number of records
-    read and of candidates. Memory stays O(cells x per_cell)."""
+@dataclass
+class Worst:
+    """One pass over samples.jsonl: per cell its per_cell worst candidates (worst first), its lines (the
+    shortfall note compares them with results.json) and the number of candidates."""
+
+    kept: dict[CellKey, list[SampleLine]]
+    lines: Counter[CellKey]
+    candidates: int
+
+    @property
+    def total(self) -> int:
+        """Lines read."""
+        return sum(self.lines.values())
+
+
+def select_worst(records: Iterable[SampleLine], per_cell: int) -> Worst:
+    """Per cell, the per_cell worst candidate records (sorted worst first); also the lines of each cell
+    and the number of candidates. Memory stays O(cells x per_cell)."""
     kept: dict[CellKey, list[SampleLine]] = {}
-    total = candidates = 0
+    lines: Counter[CellKey] = Counter()
+    candidates = 0
     for rec in records:
-        total += 1
+        key = rec.key
+        lines[key] += 1
         if not _is_candidate(rec):
             continue
         candidates += 1
-        bucket = kept.setdefault(rec.key, [])
+        bucket = kept.setdefault(key, [])
         bucket.append(rec)
         if len(bucket) > 4 * per_cell + 8:  # trim in batches: amortised O(1) per record
             bucket.sort(key=_badness)
@@ -73,7 +89,7 @@ def select_worst(
     for bucket in kept.values():
         bucket.sort(key=_badness)
         del bucket[per_cell:]
-    return kept, total, candidates
+    return Worst(kept, lines, candidates)
 
 
 def _round_robin(kept: dict[CellKey, list[SampleLine]], max_total: int) -> list[SampleLine]:
@@ -173,11 +189,14 @@ def build_gallery(
     max_total: int = 400,
     thumb_px: int = 128,
     run_seed: int | None = None,
+    worst: Worst | None = None,
 ) -> Gallery:
     """The gallery of a run: worst samples per cell, capped, with deduplicated thumbnails. With the run
-    seed, an item under an image perturbation also carries the perturbed image (thumb_perturbed)."""
-    kept, total, candidates = select_worst(iter_samples(samples_path), per_cell)
-    g = Gallery(total_samples=total, candidates=candidates)
+    seed, an item under an image perturbation also carries the perturbed image (thumb_perturbed).
+    `worst` (select_worst of the same file with the same per_cell) spares another pass over it."""
+    if worst is None:
+        worst = select_worst(iter_samples(samples_path), per_cell)
+    g = Gallery(total_samples=worst.total, candidates=worst.candidates)
     thumb_ids: dict[tuple[Path, str], str | None] = {}
     cache = ThumbCache(samples_path.parent / THUMBS_FILE)  # thumbnails of an earlier report, by content
 
@@ -201,7 +220,7 @@ def build_gallery(
                 g.thumbnails[f"t{len(g.thumbnails)}"] = uri
         return thumb_ids[key]
 
-    for rec in _round_robin(kept, max_total):
+    for rec in _round_robin(worst.kept, max_total):
         img = _image_file(rec, samples_path.parent)
         tid: str | None = None
         perturbed: str | None = None

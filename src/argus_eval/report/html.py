@@ -23,7 +23,7 @@ from argus_eval.report import charts as ch
 from argus_eval.report import fmt, tables
 from argus_eval.report.comparison_tables import comparison_tables
 from argus_eval.report.failure_tables import failure_tables
-from argus_eval.report.gallery import Gallery, build_gallery
+from argus_eval.report.gallery import Gallery, Worst, build_gallery
 from argus_eval.report.judge_tables import judge_tables
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.tables import Table
@@ -195,12 +195,20 @@ def _judge_section(results: Results) -> list[tuple[str, str, str]]:
     return [("judges", "Judges", body)] if tabs else []
 
 
-def render_html(results: Results, samples_path: Path, options: HtmlOptions | None = None) -> str:
-    """The whole page as one string."""
+def render_html(
+    results: Results, samples_path: Path, options: HtmlOptions | None = None, worst: Worst | None = None
+) -> str:
+    """The whole page as one string; `worst` (select_worst of samples_path with the options' per-cell
+    cap), when the caller has it, spares the gallery another pass over the file."""
     opts = options or HtmlOptions()
     charts = ch.all_charts(results)
     gallery = build_gallery(
-        samples_path, opts.gallery_per_cell, opts.gallery_max, opts.thumb_px, results.manifest.seeds.run
+        samples_path,
+        opts.gallery_per_cell,
+        opts.gallery_max,
+        opts.thumb_px,
+        results.manifest.seeds.run,
+        worst,
     )
     lib = plotly_js()
     name = results.manifest.run_name

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ConfigDict, ValidationError
@@ -39,6 +39,30 @@ class SampleLine(CellKeyFields):
     error: Json = None
 
 
+def parse_with_json(line: str, path: Path, lineno: int) -> SampleLine:
+    """One line through Python's json, then model_validate: the reader's reference, which names the file,
+    the line and the field of a broken one (ResultsError)."""
+    try:
+        rec = json.loads(line)
+    except ValueError as e:
+        raise ResultsError(f"{path}:{lineno}: not a JSON object ({e})") from None
+    if not isinstance(rec, dict):
+        raise ResultsError(f"{path}:{lineno}: not a JSON object")
+    try:
+        return SampleLine.model_validate(rec)
+    except ValidationError as e:
+        raise ResultsError(f"{path}:{lineno}: {field_error(e)}") from None
+
+
+def _parse(line: str, path: Path, lineno: int) -> SampleLine:
+    # pydantic-core's own JSON parser is the fast path (no Python dict in between); a line it refuses
+    # goes through the reference, which accepts or refuses it as the reader always did, with its message.
+    try:
+        return SampleLine.model_validate_json(line)
+    except ValidationError:
+        return parse_with_json(line, path, lineno)
+
+
 def iter_samples(path: Path) -> Iterator[SampleLine]:
     """Every line of samples.jsonl; a missing file yields nothing, a broken line is a ResultsError naming
     the file, the line and the field."""
@@ -46,19 +70,8 @@ def iter_samples(path: Path) -> Iterator[SampleLine]:
         return
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise ResultsError(f"{path}:{lineno}: not a JSON object ({e})") from None
-            if not isinstance(rec, dict):
-                raise ResultsError(f"{path}:{lineno}: not a JSON object")
-            try:
-                item = SampleLine.model_validate(rec)
-            except ValidationError as e:
-                raise ResultsError(f"{path}:{lineno}: {field_error(e)}") from None
-            yield item
+            if line.strip():
+                yield _parse(line, path, lineno)
 
 
 def scores_by_cell(path: Path) -> dict[CellKey, dict[str, float]]:
@@ -70,11 +83,15 @@ def scores_by_cell(path: Path) -> dict[CellKey, dict[str, float]]:
     return out
 
 
-def samples_shortfall(samples_path: Path, cells: Sequence[CellSummary]) -> str | None:
+def samples_shortfall(
+    samples_path: Path, cells: Sequence[CellSummary], have: Mapping[CellKey, int] | None = None
+) -> str | None:
     """What is missing when samples.jsonl holds fewer lines of a cell than results.json counts (a file cut
     short, say), or None when every cell's lines are there. The gallery and per-sample figures read only
-    the lines present, so a report says so."""
-    have: Counter[CellKey] = Counter(rec.key for rec in iter_samples(samples_path))
+    the lines present, so a report says so. `have` (lines per cell) spares a caller that already read
+    the file another pass over it."""
+    if have is None:
+        have = Counter(rec.key for rec in iter_samples(samples_path))
     expected = {(c.model, c.task, c.dataset, c.condition): c.samples for c in cells}
     short = {k: (have.get(k, 0), n) for k, n in expected.items() if have.get(k, 0) < n}
     if not short:

@@ -63,12 +63,13 @@ def _json(value: Any) -> Any:
         return value
     if isinstance(value, (int, float)):
         return _number(value)
+    # a plain string (most items: references, texts) is taken as it is, without a call per item
     if isinstance(value, (list, tuple)):
-        return [_json(v) for v in value]
+        return [v if type(v) is str else _json(v) for v in value]
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
             raise PydanticCustomError("json_key", "Object keys should be strings")
-        return {k: _json(v) for k, v in value.items()}
+        return {k: v if type(v) is str else _json(v) for k, v in value.items()}
     kind = {"kind": type(value).__name__}
     raise PydanticCustomError("json", "Input should be a JSON value, got {kind}", kind)
 
