@@ -148,3 +148,6 @@ def test_a_rerun_with_every_trial_stored_loads_no_model(tmp_path: Path, events: 
     third = results_text(run(cfg, tmp_path / "out", quiet=True, loader=events.loader).results)
     assert events.loads() == {"clip": 1, "clip2": 1}
     assert third == first
+    fourth = results_text(run(cfg, tmp_path / "out", quiet=True, loader=events.loader).results)
+    assert events.loads() == {"clip": 1, "clip2": 1}  # that rerun stored the count: none loaded now
+    assert fourth == first

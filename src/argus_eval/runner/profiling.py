@@ -203,11 +203,12 @@ class _Unit:
 
     def params(self, static: dict[str, Any]) -> int | None:
         """The model's parameter count: from the stored figures, else (a record written before they
-        held it) from the loaded model."""
-        if "params" in static:
-            params: int | None = static["params"]
-            return params
-        return self.models()[0].info.params
+        held it) from the loaded model, then kept in the record so that the next rerun needs no model."""
+        if "params" not in static:
+            static["params"] = self.models()[0].info.params
+            self.store.put_profile(_key(self.cell, self.cfg, self.hw["id"], "work"), static)
+        params: int | None = static["params"]
+        return params
 
     def timing(self, static: dict[str, Any]) -> TaskTiming:
         c = self.cell
