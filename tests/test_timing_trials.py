@@ -37,9 +37,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     CALLS.clear()
     original = profiling._Unit.trial
 
-    def trial(self: profiling._Unit, i: int, model: Model) -> None:
+    def trial(self: profiling._Unit, i: int) -> None:
         CALLS.append((self.cell.model.name, self.cell.task.name))
-        original(self, i, model)
+        original(self, i)
 
     monkeypatch.setattr(profiling._Unit, "trial", trial)
     return CALLS

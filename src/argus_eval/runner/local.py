@@ -14,6 +14,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from argus_eval.data.types import Sample
+from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.errors import (
     CapabilityError,
     CheckpointError,
@@ -45,6 +46,11 @@ ModelLoader = Callable[[ModelConfig], Model]
 # What "cannot load" means: the run names the model with the reason and goes on with the others.
 LOAD_ERRORS = (ModelLoadError, CheckpointError)
 
+# Weight bytes a pool may keep loaded after execution for the timing trials (pipeline.py): 1 GiB holds
+# every zoo checkpoint many times over (each under 5 MB), while a real 3B model (6 GB in bfloat16) is
+# released after its last batch as before, so parking never holds the memory of a large model.
+PARK_BYTES = 1 << 30
+
 
 @dataclass
 class ExecStats:
@@ -68,11 +74,15 @@ class ModelPool:
     """Loads each model at most once per run, and only when it has work to do.
 
     Keyed by the checkpoint config (ModelConfig.load_key), not the row name: a composite model's
-    checkpoints are separate models, each loaded when its task needs it and released after."""
+    checkpoints are separate models, each loaded when its task needs it and released after.
+    park_bytes: weight bytes of models whose work is done (``done``) that the pool may keep loaded
+    ("parked") for a later get instead of releasing them; 0 releases every one at once."""
 
-    def __init__(self, loader: ModelLoader) -> None:
+    def __init__(self, loader: ModelLoader, park_bytes: int = 0) -> None:
         self._loader = loader
         self._models: dict[str, Model] = {}
+        self._park_bytes = park_bytes
+        self._parked: dict[str, int] = {}  # load_key -> weight bytes, of models kept after their work
         self.closed_calls = 0
         self.closed_cut = 0
         self.closed_padded = 0
@@ -94,7 +104,26 @@ class ModelPool:
     def release(self, cfg: ModelConfig) -> None:
         self._release(cfg.load_key())
 
+    def done(self, cfg: ModelConfig) -> None:
+        """cfg's work is done for now: kept loaded (parked) while its weights fit what is left of the
+        parking budget, so that a later get finds it loaded; else (or its size unknown) released."""
+        key = cfg.load_key()
+        m = self._models.get(key)
+        if m is None or key in self._parked:
+            return
+        size = weight_bytes(m)
+        if size is not None and sum(self._parked.values()) + size <= self._park_bytes:
+            self._parked[key] = size
+            return
+        self._release(key)
+
+    @property
+    def parked(self) -> list[str]:
+        """Load keys of the models kept loaded after their work (``done``), in parking order."""
+        return list(self._parked)
+
     def _release(self, key: str) -> None:
+        self._parked.pop(key, None)
         m = self._models.pop(key, None)
         if m is not None:
             self.closed_calls += m.forward_calls
@@ -123,6 +152,16 @@ class ModelPool:
         """Release every loaded model (the pool stays usable: a later get loads again)."""
         for key in list(self._models):
             self._release(key)
+
+
+def weight_bytes(model: Model) -> int | None:
+    """Bytes of a loaded model's weights (params x bytes per parameter of its dtype); None when unknown
+    or held elsewhere (a served model)."""
+    info = model.info
+    per = DTYPE_BYTES.get(info.dtype)
+    if info.params is None or per is None or info.device == "remote":
+        return None
+    return info.params * per
 
 
 def _answers_cut(model: Model) -> int:
@@ -266,7 +305,7 @@ def execute(
                 todo.append((cell, pos, {i for i in pos if i in missing}))
     left_out: set[str] = set()  # cells whose inputs the task cannot use: named in plan.skipped
     total = sum(len(w) for _, _, w in todo)
-    # every model a cell loads (its checkpoint and helpers) is released after the last batch that uses it
+    # every model a cell loads (its checkpoint and helpers) is done after the last batch that uses it
     last_use = {m.load_key(): k for k, (c, _, _) in enumerate(todo) for m in c.models}
     with Progress(
         TextColumn("{task.description}"),
@@ -321,7 +360,7 @@ def execute(
                     on_model_done(cell.model, model)
             for m in cell.models:
                 if last_use[m.load_key()] == k:
-                    pool.release(m)
+                    pool.done(m)  # released, or kept for the timing trials where the pool parks it
     stats.forward_calls = pool.forward_calls
     stats.answers_cut = pool.answers_cut
     stats.call_logs = pool.call_logs

@@ -22,7 +22,7 @@ from argus_eval.runner.execution import ExecutionRequest
 from argus_eval.runner.executors import EXECUTORS
 from argus_eval.runner.judge_results import judges_block
 from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups
-from argus_eval.runner.local import LOAD_ERRORS, ExecStats, ModelPool
+from argus_eval.runner.local import LOAD_ERRORS, PARK_BYTES, ExecStats, ModelPool
 from argus_eval.runner.manifest import git_revision, hardware, package_versions
 from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
@@ -156,7 +156,8 @@ def run(
     writes what is built from those files (the command's report.html), timed with scoring in run_log."""
     t0 = time.perf_counter()
     prepare_out_dir(out_dir)
-    pool = ModelPool(loader)
+    # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)
+    pool = ModelPool(loader, PARK_BYTES if cfg.efficiency.enabled else 0)
     threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads)
     with Store(out_dir / "store.sqlite") as store, using(threads):
         try:

@@ -98,14 +98,25 @@ def _retry_once(fn: Callable[[], Any]) -> Any:
         return fn()
 
 
-class _Unit:
-    """One (model, task) being timed: its inputs, stored trials and static figures."""
+# (cell) -> its loaded model and helper models, or None when the model cannot be timed (the reason is
+# then in Profiles.undefined)
+Loader = Callable[[Cell], tuple[Model, list[Model]] | None]
 
-    def __init__(self, cell: Cell, cfg: RunSpec, store: Store, helpers: list[Model]) -> None:
+
+class _NotTimed(Exception):
+    """The unit's model cannot be timed (loading failed, or it is served); Profiles.undefined says why."""
+
+
+class _Unit:
+    """One (model, task) being timed: its inputs, stored trials and static figures. The model is loaded
+    on first need, so a unit whose trials and figures are all stored loads none."""
+
+    def __init__(self, cell: Cell, cfg: RunSpec, store: Store, load: Loader) -> None:
         self.cell = cell
-        self.helpers = helpers  # the cell's helper models (a first stage), loaded
         self.cfg = cfg
         self.store = store
+        self._load = load
+        self._loaded: tuple[Model, list[Model]] | None = None  # the model and its helpers (a first stage)
         self.hw = hardware_fingerprint(cell.model.device, cell.model.dtype)
         self.inputs: list[Prepared] | None = None
         self.warm = False
@@ -118,7 +129,16 @@ class _Unit:
                 self.trials[i] = Trial(float(got["latency_ms"]), float(got["throughput_per_s"]), i)
         self.reused = len(self.trials)
 
-    def run_batch(self, model: Model) -> Callable[[int], None]:
+    def models(self) -> tuple[Model, list[Model]]:
+        """The unit's model and helpers, loaded on first need; _NotTimed when it cannot be timed."""
+        if self._loaded is None:
+            self._loaded = self._load(self.cell)
+            if self._loaded is None:
+                raise _NotTimed(self.cell.model.name)
+        return self._loaded
+
+    def run_batch(self) -> Callable[[int], None]:
+        model, helpers = self.models()
         if self.inputs is None:
             self.inputs = _probe_inputs(
                 self.cell, self.cfg.efficiency.batch_size, self.cfg.seed, ImageCache()
@@ -129,13 +149,14 @@ class _Unit:
 
         def run(n: int) -> None:
             with embed_memo.bypassed():  # time the model, not the memo of inputs it already embedded
-                self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset, self.helpers)
+                self.cell.task.infer(model, self.cell.protocol, inputs[:n], self.cell.dataset, helpers)
 
         return run
 
-    def trial(self, i: int, model: Model) -> None:
+    def trial(self, i: int) -> None:
         eff = self.cfg.efficiency
-        run = self.run_batch(model)
+        run = self.run_batch()
+        model = self.models()[0]
 
         def measured() -> Trial:
             if not self.warm:  # first trial in this process: warm both paths (allocations, caches)
@@ -153,9 +174,9 @@ class _Unit:
         self.trials[i] = t
         self.store.put_profile(_key(self.cell, self.cfg, self.hw["id"], f"trial{i}"), t.to_json())
 
-    def static(self, model: Model) -> dict[str, Any]:
-        # "work": FLOPs with the passes over the weights; a store holding figures without passes
-        # (written under "static") counts them again
+    def static(self) -> dict[str, Any]:
+        # "work": FLOPs with the passes over the weights, and the parameter count (so that a rerun needs
+        # no model); a store holding figures without passes (written under "static") counts them again
         if self._static is not None:  # the stopping rule asks after every round
             return self._static
         key = _key(self.cell, self.cfg, self.hw["id"], "work")
@@ -163,8 +184,8 @@ class _Unit:
         if got is not None:
             self._static = got
             return got
-        run = self.run_batch(model)
-        info = model.info
+        run = self.run_batch()
+        info = self.models()[0].info
         memory, basis = measure_memory_mb(
             lambda: run(self.cfg.efficiency.batch_size), info.device, info.params, info.dtype
         )
@@ -174,12 +195,22 @@ class _Unit:
             "memory_basis": basis,
             "flops_per_sample": work.flops,
             "passes": passes_to_json(work.passes),
+            "params": info.params,
         }
         self.store.put_profile(key, data)
         self._static = data
         return data
 
-    def timing(self, static: dict[str, Any], params: int | None) -> TaskTiming:
+    def params(self, static: dict[str, Any]) -> int | None:
+        """The model's parameter count: from the stored figures, else (a record written before they
+        held it) from the loaded model, then kept in the record so that the next rerun needs no model."""
+        if "params" not in static:
+            static["params"] = self.models()[0].info.params
+            self.store.put_profile(_key(self.cell, self.cfg, self.hw["id"], "work"), static)
+        params: int | None = static["params"]
+        return params
+
+    def timing(self, static: dict[str, Any]) -> TaskTiming:
         c = self.cell
         return TaskTiming(
             model=c.model.name,
@@ -189,7 +220,7 @@ class _Unit:
             memory_mb=static["memory_mb"],
             memory_basis=static["memory_basis"],
             flops_per_sample=static["flops_per_sample"],
-            params=params,
+            params=self.params(static),
             fingerprint=self.hw,
             failed_trials=self.failed,
             passes=passes_from_json(static.get("passes")),
@@ -198,28 +229,31 @@ class _Unit:
 
 def _timings(
     units: dict[tuple[str, str], _Unit],
-    models: dict[tuple[str, str], Model],
     out: Profiles,
     rounds: int | None = None,
 ) -> dict[tuple[str, str], TaskTiming]:
     """The timings of every unit with trials so far (memory and FLOPs measured once, on first need).
     After the last round (rounds given), a unit without trials, or whose memory/FLOPs cannot be
-    measured, is left out with the reason; before it, such a unit is only passed over."""
+    measured, is left out with the reason; before it, such a unit is only passed over. Units of a model
+    that cannot be timed (Profiles.undefined) have none."""
     timings: dict[tuple[str, str], TaskTiming] = {}
     for key, unit in units.items():
-        if key in out.left_out:
+        if key in out.left_out or key[0] in out.undefined:
             continue
         if not unit.trials:
             if rounds is not None:
                 out.left_out[key] = f"all {rounds} timing trials failed"
             continue
         try:
-            static = unit.static(models[key])
+            static = unit.static()
+            timing = unit.timing(static)
+        except _NotTimed:
+            continue
         except (ArgusError, RuntimeError, ValueError, OSError) as exc:
             if rounds is not None:
                 out.left_out[key] = f"memory/FLOPs could not be measured ({exc})"
             continue
-        timings[key] = unit.timing(static, models[key].info.params)
+        timings[key] = timing
     return timings
 
 
@@ -274,53 +308,64 @@ def profile_plan(
         return _profile_plan(plan, store, pool, cfg)
 
 
+def _loader(pool: ModelPool, out: Profiles) -> Loader:
+    """Loads a cell's checkpoint (the pool loads each once; a model kept from execution is reused) and
+    its helpers; a model that cannot load, or is served, is named in out.undefined and gives None."""
+
+    def load(cell: Cell) -> tuple[Model, list[Model]] | None:
+        name = cell.model.name
+        if name in out.undefined:
+            return None
+        try:
+            model = pool.get(cell.model)
+            helpers = [pool.get(h) for h in cell.helpers]
+        except (ArgusError, RuntimeError, OSError) as exc:
+            out.undefined[name] = f"could not load the model to time it ({exc})"
+            return None
+        if model.info.family in _REMOTE_FAMILIES:  # never has stored trials: it is loaded before any
+            out.undefined[name] = (
+                "served model: timings and memory would describe this client and the network, not the model"
+            )
+            return None
+        return model, helpers
+
+    return load
+
+
 def _profile_plan(plan: Plan, store: Store, pool: ModelPool, cfg: RunSpec) -> Profiles:
     out = Profiles()
     cells = timing_cells(plan)
-    units: dict[tuple[str, str], _Unit] = {}
-    # (model, task) -> the loaded checkpoint that ran the task: a composite model is timed per task on
-    # the checkpoint serving it (the pool loads each checkpoint once)
-    models: dict[tuple[str, str], Model] = {}
-    for c in cells:
-        if c.model.name in out.undefined:
-            continue
-        try:
-            model = pool.get(c.model)
-            helpers = [pool.get(h) for h in c.helpers]
-        except (ArgusError, RuntimeError, OSError) as exc:
-            out.undefined[c.model.name] = f"could not load the model to time it ({exc})"
-            continue
-        if model.info.family in _REMOTE_FAMILIES:
-            out.undefined[c.model.name] = (
-                "served model: timings and memory would describe this client and the network, not the model"
-            )
-            continue
-        models[(c.model.name, c.task.name)] = model
-        units[(c.model.name, c.task.name)] = _Unit(c, cfg, store, helpers)
+    # a composite model is timed per task on the checkpoint serving it, loaded when a unit first
+    # measures something (a rerun whose trials and figures are all stored loads no model)
+    load = _loader(pool, out)
+    units = {(c.model.name, c.task.name): _Unit(c, cfg, store, load) for c in cells}
     eff = cfg.efficiency
     rounds, reason, widest = 0, "cap", None
     for i in range(eff.trials):  # interleaved: every unit's trial i before any trial i + 1
         for unit_key, unit in units.items():
-            if i not in unit.trials and unit_key not in out.left_out:
+            if i not in unit.trials and unit_key not in out.left_out and unit_key[0] not in out.undefined:
                 try:
-                    unit.trial(i, models[unit_key])
+                    unit.trial(i)
+                except _NotTimed:
+                    continue
                 except SampleError as exc:
                     out.left_out[unit_key] = str(exc)
         rounds = i + 1
         if eff.max_e_width is not None and rounds >= eff.min_trials and rounds < eff.trials:
-            widths = e_widths(_timings(units, models, out), cfg.scoring, out.undefined)
+            widths = e_widths(_timings(units, out), cfg.scoring, out.undefined)
             widest = max(widths.values(), default=None)
             if narrow_enough(widths, eff.max_e_width):
                 reason = "width"
                 break
-    out.timings = _timings(units, models, out, rounds)
+    out.timings = _timings(units, out, rounds)
     if reason == "cap" and eff.max_e_width is not None:  # the widest E interval of the rounds run
         widest = max(e_widths(out.timings, cfg.scoring, out.undefined).values(), default=None)
     out.stop = StopRecord(eff.max_e_width, eff.min_trials, eff.trials, rounds, reason, widest)
     by_model: dict[str, list[TaskTiming]] = {}
-    for unit in units.values():
-        out.failed_trials += unit.failed
-        out.reused_trials += unit.reused
+    for (name, _task), unit in units.items():
+        if name not in out.undefined:
+            out.failed_trials += unit.failed
+            out.reused_trials += unit.reused
     for (name, _task), timing in out.timings.items():
         by_model.setdefault(name, []).append(timing)
     for m in cfg.models:
