@@ -127,3 +127,4 @@ stopping  # unused variable (src/argus_eval/results_model/efficiency.py: a resul
 ControlKind  # unused class (src/argus_eval/perturb/controls.py: CONDITION_KINDS "module:attr" entry)
 ImageKind  # unused class (src/argus_eval/perturb/image.py: CONDITION_KINDS "module:attr" entry)
 TextKind  # unused class (src/argus_eval/perturb/text.py: CONDITION_KINDS "module:attr" entry)
+_fresh_caption_parts  # unused function (tests/conftest.py:15)
