@@ -17,6 +17,7 @@ import pytest
 from argus_eval.metrics import _ptb
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.store import Store
 from argus_eval.scoring.paired import align, group_rows, paired_counts
 from argus_eval.scoring.types import CellData, CellKey
 from argus_eval.tasks.base import Task
@@ -166,10 +167,20 @@ def test_fresh_scoring_tokenises_every_caption_cell_in_one_jar_call(
         calls.append(len(lines))
         return real(lines)
 
+    decoded: list[str] = []
+    real_decode = Store.decode
+
+    def counted_decode(self: Store, cell: str, rows: Any) -> Any:
+        decoded.append(cell)
+        return real_decode(self, cell, rows)
+
     monkeypatch.setattr(_ptb, "_run_jar", counted)
+    monkeypatch.setattr(Store, "decode", counted_decode)
     _ptb.forget_tokens()  # the first run in this process tokenised these sentences already
     fresh = run(parse_config(cfg, "test"), _copy(out, tmp_path / "fresh", drop_scored=True), quiet=True)
     captioning = [c for c in fresh.plan.cells if c.task.name == "captioning"]
     assert len(captioning) > 1
     assert len(calls) == 1  # before_finalize sent every cell's sentences; each finalize found them
+    # each cell's records read once, whether its task looked at them ahead (captioning) or not
+    assert sorted(decoded) == sorted(c.key for c in fresh.plan.cells)
     assert _files(tmp_path / "fresh") == _files(out)

@@ -54,38 +54,44 @@ class ScoredCell:
         return totals or None
 
 
-def _finalizer(
-    cell: Cell, store: Store, rows: list[RawRow], decoded: Mapping[str, Record] | None
-) -> Callable[[], CellResult]:
-    """The cell's finalize from its successful records (decoded: already read), run at most once and
-    only when called."""
+class _OkRecords:
+    """A cell's successful records, read from the store on first use (by before_finalize or finalize)
+    and let go once its finalize has run: cells are held decoded one at a time, as before, unless their
+    task asked for them ahead."""
+
+    def __init__(self, cell: Cell, store: Store, rows: list[RawRow]) -> None:
+        self._cell, self._store, self._rows = cell, store, rows
+        self._records: dict[str, Record] | None = None
+
+    def __call__(self) -> dict[str, Record]:
+        if self._records is None:
+            self._records = self._store.decode(self._cell.key, [r for r in self._rows if r[3] is None])
+        return self._records
+
+    def drop(self) -> None:
+        self._records = None
+
+
+def _finalizer(cell: Cell, records: _OkRecords) -> Callable[[], CellResult]:
+    """The cell's finalize from its successful records, run at most once and only when called."""
     done: list[CellResult] = []
 
     def result() -> CellResult:
         if not done:
-            ok = _ok_records(cell, store, rows) if decoded is None else decoded
-            done.append(cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol))
+            done.append(cell.task.finalize(cell.dataset, cell.samples, records(), cell.protocol))
+            records.drop()
         return done[0]
 
     return result
 
 
-def _ok_records(cell: Cell, store: Store, rows: list[RawRow]) -> dict[str, Record]:
-    return store.decode(cell.key, [r for r in rows if r[3] is None])
-
-
 def _scored(
-    cell: Cell,
-    store: Store,
-    rows: list[RawRow],
-    digest: str,
-    kept: dict[str, bytes],
-    decoded: Mapping[str, Record] | None = None,
+    cell: Cell, rows: list[RawRow], digest: str, kept: dict[str, bytes], records: _OkRecords
 ) -> ScoredCell:
     failures = {sid: repair_text(err) for sid, _o, _a, err, _s in rows if err is not None}
     if len(failures) == len(rows):
         return ScoredCell(cell, None, failures)
-    fresh = _finalizer(cell, store, rows, decoded)
+    fresh = _finalizer(cell, records)
     blob = kept.get(f"rows:{digest}")
     cache = CellCache(digest, {} if blob is None else unpack_rows(blob), None)
     finish = cache.wrap(lambda: fresh().finish)
@@ -119,20 +125,21 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     raw = {cell.key: store.raw_rows(cell.key) for cell in plan.cells}
     digests = {key: record_hash(key, rows) for key, rows in raw.items()}
     kept = store.get_scored([f"{kind}:{d}" for d in digests.values() for kind in ("cell", "rows")])
-    # the cells to finalize now (no kept result): read once, and shown to their task all together first
-    due = {
-        c.key: _ok_records(c, store, raw[c.key])
+    records = {c.key: _OkRecords(c, store, raw[c.key]) for c in plan.cells}
+    # the cells to finalize now (no kept result), shown to their task all together first
+    due = [
+        c
         for c in plan.cells
         if c.task.name not in plan.judges
         and f"cell:{digests[c.key]}" not in kept
         and any(r[3] is None for r in raw[c.key])
-    }
-    _before_finalize([c for c in plan.cells if c.key in due], due)
+    ]
+    _before_finalize(due, records)
     out = []
     for c in plan.cells:
         setup = plan.judges.get(c.task.name)
         s = (
-            _scored(c, store, raw[c.key], digests[c.key], kept, due.get(c.key))
+            _scored(c, raw[c.key], digests[c.key], kept, records[c.key])
             if setup is None
             else _judged(c, setup, store, raw[c.key])
         )
@@ -141,7 +148,7 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     return out
 
 
-def _before_finalize(cells: list[Cell], records: Mapping[str, Mapping[str, Record]]) -> None:
+def _before_finalize(cells: list[Cell], records: Mapping[str, _OkRecords]) -> None:
     by_task: dict[int, list[Cell]] = {}
     for c in cells:
         by_task.setdefault(id(c.task), []).append(c)

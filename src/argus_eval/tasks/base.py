@@ -192,12 +192,18 @@ class CellResult:
 
 @dataclass(frozen=True)
 class FinalizeInput:
-    """One cell about to be finalized: what its finalize will be given."""
+    """One cell about to be finalized: what its finalize will be given. Its records are read from the
+    store when first asked for, so a task that needs only some cells' records reads only those."""
 
     dataset: Dataset
     samples: Sequence[Sample]
-    records: Mapping[str, Record]
+    read: Callable[[], Mapping[str, Record]]
     protocol: ProtocolChoice
+
+    @property
+    def records(self) -> Mapping[str, Record]:
+        """The cell's successful records by sample id (read once; finalize is given the same)."""
+        return self.read()
 
 
 def mean_finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
