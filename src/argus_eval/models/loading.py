@@ -190,9 +190,19 @@ class ApiScheme(Scheme):
         return {"api": {"url": url.rstrip("/"), "model": name}}
 
 
+class NullScheme(Scheme):
+    """``null:NAME``: a model whose forward costs nothing (models/null.py), for harness benchmarks."""
+
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        from argus_eval.models.null import NullModel  # lazy: only benchmarks and tests load it
+
+        return NullModel(cfg, target, model_fingerprint(cfg))
+
+
 SCHEMES.register("hf", HfScheme())
 SCHEMES.register("zoo", ZooScheme())
 SCHEMES.register("api", ApiScheme())
+SCHEMES.register("null", NullScheme())
 
 
 def load_model(cfg: ModelConfig) -> Model:

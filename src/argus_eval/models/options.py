@@ -97,11 +97,22 @@ class LocalOptions(SchemeOptions):
     )
 
 
+class NullOptions(SchemeOptions):
+    """Read by the null model (models/null.py), a harness benchmark's stand-in for a real one."""
+
+    sleep_ms: StrictFloat = Field(
+        default=0.0, ge=0, description="Milliseconds each forward call waits (a stand-in for a busy GPU)."
+    )
+
+    call_only = frozenset({"sleep_ms"})  # it changes how long a call takes, never what it answers
+
+
 # scheme -> its options model; a plugin scheme that registers none validates its own options.
 SCHEME_OPTIONS: Registry[type[SchemeOptions]] = Registry("scheme options", base=SchemeOptions)
 SCHEME_OPTIONS.register("api", ApiOptions)
 SCHEME_OPTIONS.register("hf", LocalOptions)
 SCHEME_OPTIONS.register("zoo", LocalOptions)
+SCHEME_OPTIONS.register("null", NullOptions)
 
 
 def register_options(scheme: str, options: type[SchemeOptions]) -> None:
