@@ -1,45 +1,102 @@
-"""A byte-bounded cache of decoded (and perturbed) images, owned by an execution context."""
+"""A byte-bounded cache of decoded (and perturbed) images, owned by an execution context, in front of
+an optional on-disk store of perturbed images (runner/perturbed_store.py) that outlives the run."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 from argus_eval.data.images import ImageArray, load_image
 from argus_eval.perturb.conditions import Condition
+from argus_eval.runner.perturbed_store import PerturbedStore
 
-# (path, mtime, size, sample id, condition or None for the decoded file, seed)
-_Key = tuple[Path, int, int, str, Condition | None, int]
+# (path, mtime, size, condition or None for the decoded file, seed). No sample id: every question of
+# an image shares its decoding, and a perturbation whose seed the image shares is computed once.
+_Key = tuple[Path, int, int, Condition | None, int]
+_Stamp = tuple[Path, int, int]
+
+
+@dataclass
+class InputCounts:
+    """What the image cache did this run (run_log.json "corruptions")."""
+
+    decoded: int = 0  # image files decoded
+    computed: int = 0  # corruptions computed (images a kind makes from the source, kept on disk)
+    made: int = 0  # other images a condition made (a blank control): cheap, never kept on disk
+    reused_memory: int = 0  # perturbed images served from memory to another sample or model
 
 
 class ImageCache:
     """A byte-bounded LRU of decoded (and perturbed) images, so that every model of a run sees the
     same pixels computed once; functools.lru_cache bounds entries, not bytes, and images vary in size.
     A file is decoded once for all its conditions; a condition that leaves the pixels as they are
-    (clean, text, swap) shares the decoded image instead of storing a copy."""
+    (clean, text, swap) shares the decoded image instead of storing a copy. With a disk store, an
+    image a kind makes from its source (a corruption) is also kept there by the file's content, so a
+    model planned after the memory has moved on, a rerun, or a run that adds a model reads it back."""
 
-    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+    def __init__(self, max_bytes: int = 256 * 2**20, disk: PerturbedStore | None = None) -> None:
         self.max_bytes = max_bytes
+        self.disk = disk
+        self.counts = InputCounts()
         self._items: OrderedDict[_Key, ImageArray] = OrderedDict()
         self._bytes = 0
+        self._digests: dict[_Stamp, str] = {}  # a file's content digest, memoised on path, mtime, size
 
     def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
-        """The image of sample_id's file at path as a model sees it under condition with seed."""
+        """The image of sample_id's file at path as a model sees it under condition with seed
+        (sample_id names the sample in the error raised when the file cannot be decoded)."""
         try:
             st = path.stat()
             stamp = (st.st_mtime_ns, st.st_size)  # a file changed on disk is decoded afresh
         except OSError:
             stamp = (-1, -1)  # missing: load_image below raises the SampleError that names it
-        key: _Key = (path, *stamp, sample_id, condition, seed)
+        # a corruption that ignores the seed (brightness) is the same image for every sample
+        seed = seed if condition.uses_seed else 0
+        key: _Key = (path, *stamp, condition, seed)
+        hit = self._lookup(key)
+        if hit is not None:
+            self.counts.reused_memory += 1
+            return hit
+        kept = self.disk is not None and condition.shows_perturbed_image
+        disk_key = ""
+        if kept and self.disk is not None and stamp[0] >= 0:
+            digest = self._digest((path, *stamp))
+            disk_key = self.disk.key(digest, condition.id, seed) if digest else ""
+            read = self.disk.get(disk_key) if disk_key else None
+            if read is not None:
+                return self._store(key, read)
+        decoded = self._decoded(path, stamp, sample_id)
+        image = condition.apply_image(decoded, seed)
+        if image is decoded:
+            return decoded
+        if condition.shows_perturbed_image:
+            self.counts.computed += 1
+        else:
+            self.counts.made += 1
+        if disk_key and self.disk is not None:
+            self.disk.put(disk_key, image)
+        return self._store(key, image)
+
+    def _decoded(self, path: Path, stamp: tuple[int, int], sample_id: str) -> ImageArray:
+        key: _Key = (path, *stamp, None, 0)
         hit = self._lookup(key)
         if hit is not None:
             return hit
-        decoded_key: _Key = (path, *stamp, sample_id, None, 0)
-        decoded = self._lookup(decoded_key)
-        if decoded is None:
-            decoded = self._store(decoded_key, load_image(path, sample_id))
-        image = condition.apply_image(decoded, seed)
-        return decoded if image is decoded else self._store(key, image)
+        self.counts.decoded += 1
+        return self._store(key, load_image(path, sample_id))
+
+    def _digest(self, stamp: _Stamp) -> str:
+        """A file's content digest ("" if unreadable): an entry is that image only if its source bytes are."""
+        known = self._digests.get(stamp)
+        if known is None:
+            try:
+                data = stamp[0].read_bytes()
+            except OSError:
+                return ""  # gone since its stat: decoding names it
+            known = self._digests[stamp] = hashlib.blake2b(data, digest_size=16).hexdigest()
+        return known
 
     def _lookup(self, key: _Key) -> ImageArray | None:
         hit = self._items.get(key)
@@ -55,3 +112,17 @@ class ImageCache:
             _, old = self._items.popitem(last=False)
             self._bytes -= old.nbytes
         return image
+
+    def to_json(self) -> dict[str, int]:
+        """The counts of this cache and its disk store, as run_log.json reports them."""
+        out = {
+            "decoded": self.counts.decoded,
+            "computed": self.counts.computed,
+            "made": self.counts.made,
+            "reused_memory": self.counts.reused_memory,
+        }
+        if self.disk is not None:
+            d = self.disk.counts
+            out |= {"read_disk": d.read, "written_disk": d.written, "corrupt": d.corrupt}
+            out |= {"write_failed": d.write_failed, "over_budget": d.over_budget}
+        return out

@@ -33,6 +33,8 @@ from argus_eval.perturb.conditions import derive_seed
 from argus_eval.runner.context import ExecutionContext
 from argus_eval.runner.feature_store import StoredFeatures
 from argus_eval.runner.gallery import with_gallery
+from argus_eval.runner.images import ImageCache
+from argus_eval.runner.perturbed_store import PerturbedStore
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.stamps import input_stamps, pending
@@ -68,6 +70,8 @@ class ExecStats:
     remote_forward_calls: int = 0
     # model -> how its calls went, per load (served models: concurrency timeline, tokens; run_log.json)
     call_logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # images decoded, corruptions computed and reused (memory, disk), damaged entries (run_log.json)
+    inputs: dict[str, int] = field(default_factory=dict)
 
 
 class ModelPool:
@@ -289,7 +293,10 @@ def execute(
     profile it while its weights are loaded)."""
     stats = ExecStats()
     # this run's images, swap partners, galleries and features (kept in the store where cheap)
-    ctx = ExecutionContext(features=StoredFeatures(store))
+    # perturbed images are kept beside the store, so a model planned after the memory moved on, or a
+    # rerun adding a model, reads them back instead of corrupting every image again
+    images = ImageCache(disk=PerturbedStore(store.path.parent / "perturbed"))
+    ctx = ExecutionContext(images=images, features=StoredFeatures(store))
     # (cell, its fixed batch, the positions of that batch to (re)write)
     todo: list[tuple[Cell, list[int], set[int]]] = []
     stamps: dict[str, dict[str, str]] = {}
@@ -365,4 +372,5 @@ def execute(
     stats.answers_cut = pool.answers_cut
     stats.call_logs = pool.call_logs
     stats.regions_padded = pool.regions_padded
+    stats.inputs = images.to_json()
     return stats

@@ -242,6 +242,7 @@ def run(
         "answers_cut": stats.answers_cut,
         "regions_padded": stats.regions_padded,
         "samples_jsonl_lines": n_samples,
+        **({"corruptions": stats.inputs} if stats.inputs else {}),
         **({"judge": judged.to_json()} if plan.judges else {}),
     }
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
