@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,7 +41,8 @@ class NullModel:
         # a fixed per-name mixing of the pixel sample, so different null models rank differently
         self._mix = np.random.default_rng(self._salt).standard_normal((DIM, DIM)).astype(np.float32)
         self.forward_calls = 0
-        self.sleep_s_total = 0.0  # what the benchmark subtracts from wall as the model's own time
+        self.sleep_s_total = 0.0  # time spent waiting (sleep_ms)
+        self.busy_s_total = 0.0  # time inside its calls, sleep included: the benchmark's model time
         self.info = ModelInfo(
             name=cfg.name,
             spec=cfg.spec,
@@ -52,48 +54,53 @@ class NullModel:
             params=0,
         )
 
-    def _forward(self) -> None:
+    @contextmanager
+    def _forward(self) -> Iterator[None]:
+        """Count a forward call, wait sleep_ms, and time the whole call."""
+        t0 = time.perf_counter()
         self.forward_calls += 1
         if self._sleep_s > 0:
-            t0 = time.perf_counter()
             time.sleep(self._sleep_s)
             self.sleep_s_total += time.perf_counter() - t0
+        try:
+            yield
+        finally:
+            self.busy_s_total += time.perf_counter() - t0
 
     def embed_images(self, images: Sequence[ImageArray]) -> NDArray[np.float32]:
         """Unit vectors from DIM pixels at a fixed stride of each image, mixed per name."""
-        self._forward()
-        rows = np.stack([_pixel_sample(im) for im in images]) if images else np.zeros((0, DIM))
-        return _unit(rows.astype(np.float32) @ self._mix)
+        with self._forward():
+            rows = np.stack([_pixel_sample(im) for im in images]) if images else np.zeros((0, DIM))
+            return _unit(rows.astype(np.float32) @ self._mix)
 
     def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit vectors from a hash of each text (and the name)."""
-        self._forward()
-        rows = [
-            np.frombuffer(
-                hashlib.blake2b(
-                    t.encode("utf-8", "surrogatepass"), digest_size=DIM, salt=b"%d" % self._salt
-                ).digest(),
-                dtype=np.uint8,
-            )
-            for t in texts
-        ]
-        arr = np.stack(rows).astype(np.float32) if rows else np.zeros((0, DIM), np.float32)
-        return _unit(arr - 127.5)
+        with self._forward():
+            salt = b"%d" % self._salt
+            rows = [
+                np.frombuffer(
+                    hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=DIM, salt=salt).digest(),
+                    dtype=np.uint8,
+                )
+                for t in texts
+            ]
+            arr = np.stack(rows).astype(np.float32) if rows else np.zeros((0, DIM), np.float32)
+            return _unit(arr - 127.5)
 
     def generate(
         self, images: Sequence[ImageArray], prompts: Sequence[str], max_new_tokens: int
     ) -> list[str]:
         """Up to max_new_tokens words chosen by a hash of the prompt and a few pixels."""
-        self._forward()
-        n_words = max(1, min(max_new_tokens, 8))
-        out = []
-        for image, prompt in zip(images, prompts, strict=True):
-            h = zlib.crc32(prompt.encode("utf-8", "surrogatepass"), self._salt)
-            h = zlib.crc32(_pixel_sample(image).tobytes(), h)
-            # one word for a short answer, a phrase for a caption-sized budget
-            k = 1 if max_new_tokens <= 4 else 1 + h % n_words
-            out.append(" ".join(_WORDS[(h >> (3 * i)) % len(_WORDS)] for i in range(k)))
-        return out
+        with self._forward():
+            n_words = max(1, min(max_new_tokens, 8))
+            out = []
+            for image, prompt in zip(images, prompts, strict=True):
+                h = zlib.crc32(prompt.encode("utf-8", "surrogatepass"), self._salt)
+                h = zlib.crc32(_pixel_sample(image).tobytes(), h)
+                # one word for a short answer, a phrase for a caption-sized budget
+                k = 1 if max_new_tokens <= 4 else 1 + h % n_words
+                out.append(" ".join(_WORDS[(h >> (3 * i)) % len(_WORDS)] for i in range(k)))
+            return out
 
     def close(self) -> None:
         """Nothing to release."""

@@ -1,0 +1,312 @@
+"""The harness at the paper's scale: what `argus run` costs per record beyond the model, phase by phase.
+
+    python benchmarks/bench_scale.py [--quick] [--sizes 1,4,16] [--sleep-ms 0] [--cache DIR]
+
+Writes synthetic data once into a cache folder, in the official formats:
+- a COCO/Karpathy-like set (dataset_coco.json): 5,000 JPEG images at 640x480, 5 captions each;
+- a CLEVR-like set (CLEVR_val_questions.json, images/val/): 150,000 questions over 15,000 PNG images.
+Then it runs clean retrieval and captioning on the first and reasoning on the second with the null model
+(`null:`, models/null.py), whose forward costs next to nothing, at 1/16, 1/4 and all of each set (the
+1:4:16 sizes), each run in a fresh process with an empty --out, and prints per task and size:
+records, wall, the null model's own time, harness ms per record ((wall - model time) / records), CPU
+seconds, peak RSS, the run's phases, and each phase's growth exponent over the sizes (the slope of
+log time against log size; 1.0 is linear). `--sleep-ms 20` makes each forward call wait 20 ms (a
+stand-in for a busy accelerator): wall against the total sleep then says how much input work the
+harness hides behind the model. `--quick` uses 1/10 of every size (a minute or two).
+
+Targets (issue 37): harness <= 0.5 ms per record on each task, peak RSS <= 4 GB, every phase's
+exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total sleep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+
+COCO_IMAGES = 5000
+CLEVR_QUESTIONS = 150_000
+QUESTIONS_PER_IMAGE = 10
+WORDS = [
+    "a",
+    "man",
+    "woman",
+    "dog",
+    "cat",
+    "red",
+    "blue",
+    "green",
+    "small",
+    "large",
+    "cube",
+    "ball",
+    "table",
+    "street",
+    "car",
+    "tree",
+    "sits",
+    "on",
+    "near",
+]
+COLORS = ["red", "blue", "green", "gray", "brown", "purple", "cyan", "yellow"]
+SHAPES = ["cube", "sphere", "cylinder"]
+
+
+def default_cache() -> Path:
+    """Where the synthetic sets are kept between runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "argus-eval" / "bench_scale"
+
+
+def _caption(rng: np.random.Generator) -> str:
+    return " ".join(rng.choice(WORDS, size=int(rng.integers(6, 13)))) + "."
+
+
+def write_coco(root: Path, n: int) -> None:
+    """n JPEG images at 640x480 (smooth gradients with noise, as photos compress) and a Karpathy file."""
+    from PIL import Image
+
+    done = root / "done"
+    if done.exists() and done.read_text() == str(n):
+        return
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:480, 0:640].astype(np.float32)
+    images = []
+    for i in range(n):
+        a, b, c = rng.uniform(0, 1, 3)
+        base = np.stack([xx * a / 2.5, yy * b / 1.9, (xx + yy) * c / 4.4], axis=2)
+        noise = rng.integers(0, 24, (480, 640, 3), dtype=np.uint8)
+        px = (base % 232).astype(np.uint8) + noise
+        name = f"COCO_val2014_{i:012d}.jpg"
+        Image.fromarray(px).save(root / "images" / name, quality=85)
+        sentences = [{"raw": _caption(rng), "sentid": 5 * i + j} for j in range(5)]
+        images.append(
+            {"filepath": "", "filename": name, "cocoid": i, "split": "test", "sentences": sentences}
+        )
+    (root / "dataset_coco.json").write_text(json.dumps({"images": images, "dataset": "coco"}))
+    done.write_text(str(n))
+
+
+def _question(rng: np.random.Generator) -> tuple[str, str, list[dict[str, Any]]]:
+    """A CLEVR-like question, its answer and its program (count, exist or query_color)."""
+    color, shape = rng.choice(COLORS), rng.choice(SHAPES)
+    filt = [
+        {"function": "scene", "inputs": [], "value_inputs": []},
+        {"function": "filter_color", "inputs": [0], "value_inputs": [color]},
+        {"function": "filter_shape", "inputs": [1], "value_inputs": [shape]},
+    ]
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        prog = [*filt, {"function": "count", "inputs": [2], "value_inputs": []}]
+        return f"How many {color} {shape}s are there?", str(int(rng.integers(0, 4))), prog
+    if kind == 1:
+        prog = [*filt, {"function": "exist", "inputs": [2], "value_inputs": []}]
+        return f"Are there any {color} {shape}s?", str(rng.choice(["yes", "no"])), prog
+    prog = [*filt[:1], {"function": "filter_shape", "inputs": [0], "value_inputs": [shape]}]
+    prog += [{"function": "unique", "inputs": [1], "value_inputs": []}]
+    prog += [{"function": "query_color", "inputs": [2], "value_inputs": []}]
+    return f"What color is the {shape}?", str(rng.choice(COLORS)), prog
+
+
+def write_clevr(root: Path, n_questions: int) -> None:
+    """n_questions/10 PNG images at 480x320 (flat shapes on grey, as CLEVR renders) and a questions file."""
+    from PIL import Image, ImageDraw
+
+    done = root / "done"
+    if done.exists() and done.read_text() == str(n_questions):
+        return
+    n_images = n_questions // QUESTIONS_PER_IMAGE
+    folder = root / "images" / "val"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    questions: list[dict[str, Any]] = []
+    for i in range(n_images):
+        im = Image.new("RGB", (480, 320), (128, 128, 128))
+        draw = ImageDraw.Draw(im)
+        for _ in range(int(rng.integers(3, 8))):
+            x, y = int(rng.integers(0, 440)), int(rng.integers(0, 280))
+            fill = tuple(int(v) for v in rng.integers(0, 256, 3))
+            draw.ellipse((x, y, x + 40, y + 40), fill=fill) if rng.random() < 0.5 else draw.rectangle(
+                (x, y, x + 40, y + 40), fill=fill
+            )
+        name = f"CLEVR_val_{i:06d}.png"
+        im.save(folder / name, compress_level=1)
+        for _ in range(QUESTIONS_PER_IMAGE):
+            text, answer, program = _question(rng)
+            questions.append(
+                {
+                    "question_index": len(questions),
+                    "image_index": i,
+                    "image_filename": name,
+                    "split": "val",
+                    "question": text,
+                    "answer": answer,
+                    "program": program,
+                }
+            )
+    (root / "questions").mkdir(exist_ok=True)
+    info = {"split": "val", "version": "1.0"}
+    (root / "questions" / "CLEVR_val_questions.json").write_text(
+        json.dumps({"info": info, "questions": questions})
+    )
+    done.write_text(str(n_questions))
+
+
+def _subset(full: Path, key: str, n: int) -> Path:
+    """The first n entries of full's list under key, as a file of their own (so that a smaller size
+    parses a smaller file, as a smaller dataset would)."""
+    path = full.with_name(f"{full.stem}_{n}.json")
+    if not path.exists():
+        top = json.loads(full.read_text())
+        top[key] = top[key][:n]
+        path.write_text(json.dumps(top))
+    return path
+
+
+def _dataset(task: str, cache: Path, fraction: float) -> dict[str, Any]:
+    if task == "reasoning":
+        clevr = cache / "clevr"
+        full = clevr / "questions" / "CLEVR_val_questions.json"
+        questions = _subset(full, "questions", round(CLEVR_QUESTIONS * fraction))
+        return {
+            "name": "clevr",
+            "format": "clevr",
+            "questions": str(questions),
+            "images": str(clevr / "images" / "val"),
+            "split": "val",
+        }
+    coco = cache / "coco"
+    return {
+        "name": "coco",
+        "format": "karpathy",
+        "annotations": str(_subset(coco / "dataset_coco.json", "images", round(COCO_IMAGES * fraction))),
+        "images": str(coco / "images"),
+        "split": "test",
+    }
+
+
+def one_run(task: str, cache: Path, fraction: float, sleep_ms: float, batch: int) -> dict[str, Any]:
+    """One clean run of task at fraction of its set in this process: the figures above."""
+    from argus_eval.models.loading import load_model
+    from argus_eval.models.protocols import Model
+    from argus_eval.models.spec import ModelConfig
+    from argus_eval.runner.config import parse_config
+    from argus_eval.runner.pipeline import run
+
+    models: list[Any] = []
+
+    def loader(cfg: ModelConfig) -> Model:
+        m = load_model(cfg)
+        models.append(m)
+        return m
+
+    cfg = {
+        "name": "bench-scale",
+        "seed": 0,
+        "cache_dir": str(cache / "argus-cache"),
+        "models": [
+            {"name": "null", "spec": "null:bench", "batch_size": batch, "options": {"sleep_ms": sleep_ms}}
+        ],
+        "datasets": [_dataset(task, cache, fraction)],
+        "tasks": [task],
+        "scoring": {"resamples": 1000},
+        "efficiency": {"enabled": False},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        outcome = run(parse_config(cfg, "bench"), Path(tmp) / "out", quiet=True, loader=loader)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        log = json.loads((Path(tmp) / "out" / "run_log.json").read_text())
+    model_s = sum(m.busy_s_total for m in models)
+    records = outcome.stats.records_written
+    return {
+        "task": task,
+        "fraction": fraction,
+        "records": records,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "model_s": round(model_s, 3),
+        "sleep_s": round(sum(m.sleep_s_total for m in models), 3),
+        "harness_ms_per_record": round(1000 * (wall - model_s) / max(records, 1), 4),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "phases": log["phase_seconds"],
+    }
+
+
+def _exponent(sizes: list[float], times: list[float]) -> float:
+    """Least-squares slope of log time against log size."""
+    xs = [math.log(s) for s in sizes]
+    ys = [math.log(max(t, 1e-3)) for t in times]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+
+
+def main() -> None:
+    """Parse the options, write the data once, run every task at every size, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a tenth of every size")
+    ap.add_argument("--sizes", default="1,4,16", help="relative sizes; the largest is the whole set")
+    ap.add_argument("--tasks", default="retrieval,captioning,reasoning")
+    ap.add_argument("--sleep-ms", type=float, default=0.0, help="each forward call waits this long")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--cache", type=Path, default=default_cache())
+    ap.add_argument("--json", type=Path, help="also write every figure here")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # "task:fraction": one run in this process
+    args = ap.parse_args()
+    if args.one:
+        task, fraction = args.one.split(":")
+        print(json.dumps(one_run(task, args.cache, float(fraction), args.sleep_ms, args.batch_size)))
+        return
+    scale = 0.1 if args.quick else 1.0
+    t0 = time.perf_counter()
+    write_coco(args.cache / "coco", COCO_IMAGES)
+    write_clevr(args.cache / "clevr", CLEVR_QUESTIONS)
+    print(f"data ready in {args.cache} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    sizes = [float(s) for s in args.sizes.split(",")]
+    rows: list[dict[str, Any]] = []
+    for task in args.tasks.split(","):
+        task_rows = []
+        for s in sizes:
+            fraction = scale * s / max(sizes)
+            cmd = [sys.executable, __file__, "--one", f"{task}:{fraction}", "--cache", str(args.cache)]
+            cmd += ["--sleep-ms", str(args.sleep_ms), "--batch-size", str(args.batch_size)]
+            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            task_rows.append(row)
+            phases = " ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
+            print(
+                f"{task:10s} {row['records']:>8d} records  wall {row['wall_s']:8.2f} s"
+                f"  cpu {row['cpu_s']:8.2f} s"
+                f"  model {row['model_s']:7.2f} s  harness {row['harness_ms_per_record']:.3f} ms/record"
+                f"  peak {row['peak_rss_mb']:7.0f} MB  [{phases}]",
+                flush=True,
+            )
+            if args.sleep_ms > 0:
+                print(f"{'':10s} wall / total sleep = {row['wall_s'] / max(row['sleep_s'], 1e-9):.3f}")
+        if len(task_rows) > 1:
+            recs = [float(r["records"]) for r in task_rows]
+            growth = {k: _exponent(recs, [r["phases"][k] for r in task_rows]) for k in task_rows[0]["phases"]}
+            growth["wall"] = _exponent(recs, [r["wall_s"] for r in task_rows])
+            print(f"{task:10s} growth exponents: " + " ".join(f"{k} {v:.2f}" for k, v in growth.items()))
+            for r in task_rows:
+                r["growth"] = growth
+        rows.extend(task_rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
