@@ -31,6 +31,10 @@ STAGE_BLOCKS: dict[int, tuple[int, int, int]] = {
 }
 
 
+# the most regions an image may keep; the published count is 36 (10 to 100 in the literature)
+MAX_BOXES = 1000
+
+
 @dataclass(frozen=True)
 class FrcnnConfig:
     """Everything the detector's architecture and its inference read."""
@@ -93,7 +97,8 @@ class FrcnnConfig:
         problems = [
             ("depth", self.depth in STAGE_BLOCKS, f"one of {sorted(STAGE_BLOCKS)}"),
             ("min_size", 0 < self.min_size <= self.max_size, "0 < min_size <= max_size"),
-            ("boxes", self.boxes >= 1, ">= 1"),
+            # a cap: every image is padded to `boxes` rows, so a huge count exhausts memory
+            ("boxes", 1 <= self.boxes <= MAX_BOXES, f"between 1 and {MAX_BOXES}"),
             ("min_boxes", 0 <= self.min_boxes <= self.boxes, "between 0 and boxes"),
             ("nms_thresholds", bool(self.nms_thresholds), "at least one IoU threshold"),
             ("score_thresh", 0.0 <= self.score_thresh <= 1.0, "between 0 and 1"),
