@@ -153,6 +153,11 @@ def test_config_yaml_is_read_at_the_top_level_or_under_model(tmp_path: Path) -> 
         assert c.depth == 101 and c.anchor_sizes == (64.0, 128.0, 256.0, 512.0)  # published defaults
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"ANCHOR_GENERATOR": {"SIZES": [[32, 64]]}}))
     assert read_config(tmp_path / "config.yaml").num_anchors == 6
+    # keys in lower case, as some published configs spell them; MIN_DETECTIONS is honoured
+    lower = {"max_detections": 20, "min_detections": 10, "input": {"min_size_test": 500}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(lower))
+    c = read_config(tmp_path / "config.yaml")
+    assert (c.boxes, c.min_boxes, c.min_size) == (20, 10, 500)
     with pytest.raises(ModelLoadError, match=r"RESNETS\.DEPTH = 'deep'"):
         config_from_mapping({"RESNETS": {"DEPTH": "deep"}}, "t")
     with pytest.raises(ModelLoadError, match="depth = 34"):
