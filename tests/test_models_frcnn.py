@@ -104,6 +104,26 @@ def test_a_missing_extra_or_misshapen_tensor_is_named_in_one_line() -> None:
     }
 
 
+def test_non_finite_or_integer_weights_and_a_huge_box_count_are_refused_in_one_line(tmp_path: Path) -> None:
+    d = build_detector_dir(tmp_path / "det")
+    good = torch.load(d / "pytorch_model.bin", weights_only=True)
+    name = "roi_heads.box_predictor.cls_score.weight"
+    anchors = "proposal_generator.anchor_generator.cell_anchors.0"
+    for bad, match in [
+        ({**good, name: torch.full_like(good[name], math.nan)}, r"cls_score\.weight holds NaN or infinite"),
+        ({**good, name: torch.full_like(good[name], math.inf)}, r"cls_score\.weight holds NaN or infinite"),
+        ({**good, anchors: torch.ones(good[anchors].shape, dtype=torch.int64)}, r"cell_anchors\.0 has dtype"),
+    ]:
+        torch.save(bad, d / "pytorch_model.bin")
+        with pytest.raises(ModelLoadError, match=match) as ei:
+            FrcnnRegionFeatures(str(d))
+        assert "\n" not in str(ei.value)
+    with pytest.raises(ModelLoadError, match=r"boxes = 1000000; expected between 1 and 1000") as ei:
+        FrcnnConfig(boxes=1_000_000, min_boxes=36).check("d")
+    assert "\n" not in str(ei.value)
+    assert FrcnnConfig(boxes=1000, min_boxes=36).check("d").boxes == 1000
+
+
 def test_a_bad_checkpoint_directory_fails_loading_naming_the_tensor(tmp_path: Path) -> None:
     d = build_detector_dir(tmp_path / "det")
     state = torch.load(d / "pytorch_model.bin", weights_only=True)
@@ -133,6 +153,11 @@ def test_config_yaml_is_read_at_the_top_level_or_under_model(tmp_path: Path) -> 
         assert c.depth == 101 and c.anchor_sizes == (64.0, 128.0, 256.0, 512.0)  # published defaults
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"ANCHOR_GENERATOR": {"SIZES": [[32, 64]]}}))
     assert read_config(tmp_path / "config.yaml").num_anchors == 6
+    # keys in lower case, as some published configs spell them; MIN_DETECTIONS is honoured
+    lower = {"max_detections": 20, "min_detections": 10, "input": {"min_size_test": 500}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(lower))
+    c = read_config(tmp_path / "config.yaml")
+    assert (c.boxes, c.min_boxes, c.min_size) == (20, 10, 500)
     with pytest.raises(ModelLoadError, match=r"RESNETS\.DEPTH = 'deep'"):
         config_from_mapping({"RESNETS": {"DEPTH": "deep"}}, "t")
     with pytest.raises(ModelLoadError, match="depth = 34"):

@@ -31,6 +31,10 @@ STAGE_BLOCKS: dict[int, tuple[int, int, int]] = {
 }
 
 
+# the most regions an image may keep; the published count is 36 (10 to 100 in the literature)
+MAX_BOXES = 1000
+
+
 @dataclass(frozen=True)
 class FrcnnConfig:
     """Everything the detector's architecture and its inference read."""
@@ -93,7 +97,8 @@ class FrcnnConfig:
         problems = [
             ("depth", self.depth in STAGE_BLOCKS, f"one of {sorted(STAGE_BLOCKS)}"),
             ("min_size", 0 < self.min_size <= self.max_size, "0 < min_size <= max_size"),
-            ("boxes", self.boxes >= 1, ">= 1"),
+            # a cap: every image is padded to `boxes` rows, so a huge count exhausts memory
+            ("boxes", 1 <= self.boxes <= MAX_BOXES, f"between 1 and {MAX_BOXES}"),
             ("min_boxes", 0 <= self.min_boxes <= self.boxes, "between 0 and boxes"),
             ("nms_thresholds", bool(self.nms_thresholds), "at least one IoU threshold"),
             ("score_thresh", 0.0 <= self.score_thresh <= 1.0, "between 0 and 1"),
@@ -138,6 +143,7 @@ _YAML_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "pool_size": (("ROI_BOX_HEAD", "POOLER_RESOLUTION"),),
     "box_weights": (("ROI_BOX_HEAD", "BBOX_REG_WEIGHTS"),),
     "boxes": (("", "MAX_DETECTIONS"),),
+    "min_boxes": (("", "MIN_DETECTIONS"),),
 }
 _NESTED = frozenset({"anchor_sizes", "aspect_ratios"})  # detectron2 nests them per feature map: [[...]]
 
@@ -167,8 +173,17 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     return type(default)(value)
 
 
+def _upper_keys(data: Any) -> Any:
+    """data with every mapping key upper-cased: published configs spell keys either way."""
+    if isinstance(data, Mapping):
+        return {str(k).upper(): _upper_keys(v) for k, v in data.items()}
+    return data
+
+
 def config_from_mapping(data: Mapping[str, Any], source: str) -> FrcnnConfig:
-    """A FrcnnConfig from a parsed config.yaml: the keys it sets, defaults for the rest."""
+    """A FrcnnConfig from a parsed config.yaml (keys in any case): the keys it sets, defaults for
+    the rest."""
+    data = _upper_keys(data)
     defaults = FrcnnConfig()
     updates: dict[str, Any] = {}
     for name, keys in _YAML_KEYS.items():
@@ -181,7 +196,8 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> FrcnnConfig:
                     where = f"{section}.{key}" if section else key
                     raise ModelLoadError(f"detector {source}: {where} = {sec[key]!r} ({e})") from None
                 break
-    if "boxes" in updates:  # LXMERT reads a fixed count: the minimum is the count unless options say
+    if "boxes" in updates and "min_boxes" not in updates:
+        # LXMERT reads a fixed count: the minimum is the count unless MIN_DETECTIONS or options say
         updates["min_boxes"] = updates["boxes"]
     head = _section(data, "ROI_BOX_HEAD")
     if head.get("CLS_AGNOSTIC_BBOX_REG") or head.get("ATTR") is False:

@@ -111,6 +111,18 @@ def check_state_dict(
                 f"detector {source}: tensor {key} has shape {tuple(value.shape)}, the architecture in "
                 f"config.yaml expects {tuple(expected[key])}"
             )
+        # the architecture is float throughout: an integer tensor (anchors included) would be
+        # truncated or cast silently, so it is refused rather than converted
+        if not value.is_floating_point():
+            raise ModelLoadError(
+                f"detector {source}: tensor {key} has dtype {value.dtype}; the architecture expects "
+                "floating point"
+            )
+        # NaN or inf weights give NaN features that still score and pad like real ones
+        if not value.is_meta and value.numel() and not bool(torch.isfinite(value).all()):
+            raise ModelLoadError(
+                f"detector {source}: tensor {key} holds NaN or infinite values; the checkpoint is corrupt"
+            )
     return placed
 
 
