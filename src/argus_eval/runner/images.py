@@ -3,19 +3,18 @@ an optional on-disk store of perturbed images (runner/perturbed_store.py) that o
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 from argus_eval.data.images import ImageArray, load_image
+from argus_eval.models.fingerprint import file_digest
 from argus_eval.perturb.conditions import Condition
 from argus_eval.runner.perturbed_store import PerturbedStore
 
 # (path, mtime, size, condition or None for the decoded file, seed). No sample id: every question of
 # an image shares its decoding, and a perturbation whose seed the image shares is computed once.
 _Key = tuple[Path, int, int, Condition | None, int]
-_Stamp = tuple[Path, int, int]
 
 
 @dataclass
@@ -42,7 +41,6 @@ class ImageCache:
         self.counts = InputCounts()
         self._items: OrderedDict[_Key, ImageArray] = OrderedDict()
         self._bytes = 0
-        self._digests: dict[_Stamp, str] = {}  # a file's content digest, memoised on path, mtime, size
 
     def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
         """The image of sample_id's file at path as a model sees it under condition with seed
@@ -59,10 +57,9 @@ class ImageCache:
         if hit is not None:
             self.counts.reused_memory += 1
             return hit
-        kept = self.disk is not None and condition.shows_perturbed_image
         disk_key = ""
-        if kept and self.disk is not None and stamp[0] >= 0:
-            digest = self._digest((path, *stamp))
+        if self.disk is not None and condition.shows_perturbed_image and stamp[0] >= 0:
+            digest = _content_digest(path)
             disk_key = self.disk.key(digest, condition.id, seed) if digest else ""
             read = self.disk.get(disk_key) if disk_key else None
             if read is not None:
@@ -86,17 +83,6 @@ class ImageCache:
             return hit
         self.counts.decoded += 1
         return self._store(key, load_image(path, sample_id))
-
-    def _digest(self, stamp: _Stamp) -> str:
-        """A file's content digest ("" if unreadable): an entry is that image only if its source bytes are."""
-        known = self._digests.get(stamp)
-        if known is None:
-            try:
-                data = stamp[0].read_bytes()
-            except OSError:
-                return ""  # gone since its stat: decoding names it
-            known = self._digests[stamp] = hashlib.blake2b(data, digest_size=16).hexdigest()
-        return known
 
     def _lookup(self, key: _Key) -> ImageArray | None:
         hit = self._items.get(key)
@@ -126,3 +112,12 @@ class ImageCache:
             out |= {"read_disk": d.read, "written_disk": d.written, "corrupt": d.corrupt}
             out |= {"write_failed": d.write_failed, "over_budget": d.over_budget}
         return out
+
+
+def _content_digest(path: Path) -> str:
+    """A file's content digest ("" if unreadable): an entry is that image only if its source bytes are.
+    file_digest memoises it on (path, size, mtime), so each file is read for it once per process."""
+    try:
+        return file_digest(path)
+    except OSError:
+        return ""  # gone since its stat: decoding names it
