@@ -14,6 +14,7 @@ from argus_eval.metrics.retrieval import (
     median_rank,
     recall_at_k,
     retrieval_ranks,
+    similarity,
 )
 
 
@@ -166,3 +167,25 @@ def test_chance_recall_matches_hand_counts_and_a_random_ranking_simulation() -> 
         top = np.argsort(rng.random(truth.shape), axis=1)[:, :5]
         hits += int(np.take_along_axis(truth, top, axis=1).any(axis=1).sum())
     assert chance_recall_at_k(truth, 5) == pytest.approx(hits / (trials * 40), abs=0.01)
+
+
+def test_similarity_ties_equal_vectors_whatever_their_row() -> None:
+    """A float32 BLAS product rounds a row by its place in the kernel's block (17 identical rows of a
+    product score a text differently); the similarity must give equal vectors equal scores, and a row
+    the same score alone as in a batch, so a batch of 1 and a batch of 17 rank alike."""
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(256).astype(np.float32)
+    v /= np.linalg.norm(v)
+    texts = rng.standard_normal((80, 256)).astype(np.float32)
+    rows = np.tile(v, (17, 1))
+    sims = similarity(rows, texts)
+    assert sims.dtype == np.float32 and sims.shape == (17, 80)
+    assert np.ptp(sims, axis=0).max() == 0.0  # every text ties across the equal images
+    assert np.array_equal(sims[5], similarity(v[None, :], texts)[0])
+    expected = (v.astype(np.float64)[None, :] @ texts.astype(np.float64).T).astype(np.float32)
+    assert np.array_equal(sims[:1], expected)
+    # the tied images rank the same for a text under either batch: each text's rank counts its ties
+    t2i = np.arange(80) % 17
+    ranks_17 = retrieval_ranks(sims, t2i)[1]
+    ranks_1 = retrieval_ranks(np.vstack([similarity(r[None, :], texts) for r in rows]), t2i)[1]
+    assert np.array_equal(ranks_17, ranks_1)

@@ -24,6 +24,19 @@ from argus_eval.errors import MetricError
 _CHUNK_ELEMENTS = 1 << 23
 
 
+def similarity(images: ArrayLike, texts: ArrayLike) -> NDArray[np.float32]:
+    """(n_images, n_texts) dot products of image and text vectors, as float32.
+
+    Accumulated in float64 and rounded once: a float32 BLAS product rounds each row by where it sits in
+    the kernel's block, so two equal vectors (duplicate images, a model blind to its input) would score a
+    text differently and break their tie by position, and a batch of 1 and a batch of 16 would rank
+    differently. Rounded from float64, equal vectors tie exactly."""
+    a = np.asarray(images, dtype=np.float64)
+    b = np.asarray(texts, dtype=np.float64)
+    out: NDArray[np.float32] = (a @ b.T).astype(np.float32)
+    return out
+
+
 def _as_similarity(similarity: ArrayLike) -> NDArray[np.floating]:
     sim = np.asarray(similarity)
     if sim.ndim != 2 or sim.shape[0] == 0 or sim.shape[1] == 0:

@@ -15,6 +15,7 @@ from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
 from argus_eval.metrics.caption import caption_components, caption_finish, components_ahead
 from argus_eval.metrics.meteor_remote import warm_meteor
+from argus_eval.metrics.retrieval import similarity
 from argus_eval.models.protocols import (
     CAPTION,
     EMBED,
@@ -120,7 +121,7 @@ class CaptioningTask(Task):
                 for i in range(0, len(dataset.caption_bank), 256)
             ]
             self._bank_cache[key] = np.concatenate(chunks).astype(np.float32)
-        sims = model.embed_images(images_of(batch)) @ self._bank_cache[key].T
+        sims = similarity(model.embed_images(images_of(batch)), self._bank_cache[key])
         return _captions(batch, [dataset.caption_bank[int(j)] for j in np.argmax(sims, axis=1)])
 
     def judge_item(self, sample: Sample, output: dict[str, Any]) -> JudgeItem:

@@ -18,6 +18,7 @@ from argus_eval.metrics.retrieval import (
     median_rank,
     recall_at_k,
     retrieval_ranks,
+    similarity,
 )
 from argus_eval.models.protocols import (
     EMBED,
@@ -114,10 +115,9 @@ class RetrievalTask(Task):
         """(kept images, kept texts) similarity from embeddings, or from per-image pair-score rows."""
         first = records[kept[0].sample_id].arrays
         if "scores" not in first:
-            img = np.stack([records[s.sample_id].arrays["image"] for s in kept]).astype(np.float32)
-            txt = np.concatenate([records[s.sample_id].arrays["texts"] for s in kept]).astype(np.float32)
-            out: NDArray[np.float32] = img @ txt.T
-            return out
+            img = np.stack([records[s.sample_id].arrays["image"] for s in kept])
+            txt = np.concatenate([records[s.sample_id].arrays["texts"] for s in kept])
+            return similarity(img, txt)
         # gallery columns are all cell samples' texts in order; keep the columns of kept samples
         keep = {s.sample_id for s in kept}
         owners = [s.sample_id for s in samples for _ in s.texts]

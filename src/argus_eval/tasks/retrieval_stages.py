@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 from argus_eval.data.images import ImageArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
+from argus_eval.metrics.retrieval import similarity
 from argus_eval.models.protocols import (
     EMBED,
     POOL,
@@ -143,7 +144,7 @@ class Rerank:
                 self.vectors.clear()
             self.vectors[key] = first.texts(gallery)
         images = images_of(batch)
-        sims = (first.images(images) @ self.vectors[key].T).astype(np.float32)
+        sims = similarity(first.images(images), self.vectors[key])
         top = shortlist(sims, k)
         flat = model.score_pairs(
             [im for im in images for _ in range(k)], [gallery[j] for row in top for j in row]
