@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from argus_eval.errors import ModelCallError, ModelLoadError
+from argus_eval.models.api import retry_wait
 from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import GENERATE, Generator
 from argus_eval.models.spec import ModelConfig
@@ -196,3 +197,33 @@ def test_another_refusal_keeps_the_servers_message_without_a_model_hint() -> Non
 
     assert refusal(403, '{"detail": "forbidden"}', "qwen", "u") == "HTTP 403: forbidden"
     assert refusal(400, "<html>bad</html>", "qwen", "u") == "HTTP 400: <html>bad</html>"
+
+
+def test_retry_wait_is_capped_by_max_wait() -> None:
+    # backoff 0.5 s doubles per retry; Retry-After wins when longer; neither passes max_wait_s
+    assert [retry_wait(n, 0.0, 0.5, 60.0) for n in range(1, 9)] == [0.5, 1, 2, 4, 8, 16, 32, 60]
+    assert retry_wait(1, 3.0, 0.5, 60.0) == 3.0
+    assert retry_wait(3, 100.0, 0.5, 60.0) == 60.0
+    assert retry_wait(10_000, 0.0, 0.5, 2.0) == 2.0  # no overflow at any retry count
+    assert retry_wait(4, 0.0, 0.5, 0.0) == 0.0
+
+
+def test_throttle_without_retry_after_waits_within_max_wait(
+    server: tuple[str, Canned], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server answering 429 with no Retry-After, 8 throttle retries at backoff 0.5 s: uncapped that is
+    0.5 * (1 + 2 + ... + 128) = 127.5 s of sleep; under max_wait_s 0.05 it is at most 8 * 0.05 s."""
+    monkeypatch.setenv("ARGUS_TEST_KEY", KEY)
+    opts = {"api_key_env": "ARGUS_TEST_KEY", "backoff_s": 0.5, "max_wait_s": 0.05, "throttle_retries": 8}
+    m = load_model(ModelConfig(name="served", spec=f"api:{server[0]}#tiny-vlm", options=opts))
+    before = server[1].hits.get("busy", 0)  # the server is shared by this module's tests
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), real_sleep(s))[1])
+    try:
+        with pytest.raises(ModelCallError, match="HTTP 429"):
+            m.generate(tiny_images(1), ["busy"], 4)
+    finally:
+        m.close()
+    assert server[1].hits["busy"] - before == 9  # the first try and 8 retries
+    assert len(slept) == 8 and max(slept) == 0.05

@@ -6,9 +6,10 @@ any lettered-choice wording); the adapter sends it with the image as a base64 PN
 the server throttles, grown back while p95 latency holds; models/api_concurrency.py), max_concurrency
 (the ceiling of that growth; default concurrency), timeout_s (60: the bound on each request as a whole,
 see models/api_transport.py), max_retries (1: of a failed request), throttle_retries (8: of a throttled
-one, 429 or 503 with Retry-After), backoff_s (0.5), max_wait_s (60, the longest Retry-After honoured),
-api_key_env ("OPENAI_API_KEY"), extra_body (dict merged into every request, e.g. vLLM sampling fields),
-max_answer_chars (4000: longer answers are cut and counted), token_limit_field ("max_tokens", or
+one, 429 or 503 with Retry-After), backoff_s (0.5), max_wait_s (60: the longest wait before a retry,
+Retry-After or backoff), api_key_env ("OPENAI_API_KEY"), extra_body (dict merged into every request,
+e.g. vLLM sampling fields), max_answer_chars (4000: longer answers are cut and counted),
+token_limit_field ("max_tokens", or
 "max_completion_tokens" for APIs that refuse the former). The token usage each answer reports is kept per
 request (`last_usage`, in request order) and summed (`usage_total`).
 
@@ -166,7 +167,7 @@ class OpenAICompatibleModel:
         wait = 0.0
         while failures <= self.max_retries and throttles <= self.throttle_retries:
             if failures or throttles:
-                time.sleep(max(wait, self.backoff_s * 2 ** max(failures + throttles - 1, 0)))
+                time.sleep(retry_wait(failures + throttles, wait, self.backoff_s, self.max_wait_s))
             wait = 0.0
             with self.limit.slot():
                 start = time.perf_counter()
@@ -268,6 +269,14 @@ def _tokens(usage: object) -> dict[str, int]:
 
 def _digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def retry_wait(attempt: int, asked_s: float, backoff_s: float, max_wait_s: float) -> float:
+    """Seconds to sleep before retry number `attempt` (1-based): what the server asked (Retry-After) or
+    the exponential backoff `backoff_s * 2**(attempt-1)`, whichever is longer, never above max_wait_s.
+    Uncapped, a server answering 429 without Retry-After held each request 127 s at 8 retries."""
+    exponent = min(max(attempt - 1, 0), 60)  # 2**60 s already exceeds any cap; no float overflow
+    return min(max(asked_s, backoff_s * 2.0**exponent), max_wait_s)
 
 
 def retry_after(value: str | None) -> float:

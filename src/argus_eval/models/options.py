@@ -44,7 +44,9 @@ class ApiOptions(SchemeOptions):
     timeout_s: StrictFloat = Field(default=60.0, gt=0, description="Seconds one request may take.")
     max_retries: StrictInt = Field(default=1, ge=0, description="Retries of a failed request.")
     backoff_s: StrictFloat = Field(default=0.5, ge=0, description="First wait between retries.")
-    max_wait_s: StrictFloat = Field(default=60.0, ge=0, description="Longest Retry-After honoured.")
+    max_wait_s: StrictFloat = Field(
+        default=60.0, ge=0, description="Longest wait before a retry (Retry-After or backoff)."
+    )
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable of the API key.")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Sent with every request.")
     max_answer_chars: StrictInt = Field(default=4000, ge=1, description="Longer answers are cut.")
