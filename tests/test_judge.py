@@ -20,42 +20,10 @@ from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import RunOutcome, run
 from argus_eval.runner.store import Store
 from argus_eval.tasks.base import CellResult, mean_finish
-from argus_eval.tasks.judge import JudgeOptions, parse_verdict, with_judge
+from argus_eval.tasks.judge import JudgeOptions, with_judge
+from argus_eval.tasks.judge_verdicts import read_verdict
 from argus_eval.tasks.reasoning import ReasoningOptions, ReasoningTask
 from model_fixtures import tiny_dir
-
-WORDS = {"yes": 1.0, "correct": 1.0, "true": 1.0, "right": 1.0, "no": 0.0, "incorrect": 0.0, "false": 0.0,
-         "wrong": 0.0}  # fmt: skip
-
-
-def _yes_no(raw: str) -> float | None:
-    """An independent reading of a yes/no verdict: the first listed word among the raw text's words."""
-    return next((WORDS[w] for w in re.findall(r"[a-z]+", raw.lower()) if w in WORDS), None)
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [("Yes.", 1.0), ("no no no", 0.0), ("That is incorrect, sorry", 0.0), ("CORRECT", 1.0),
-     ("The answer is right", 1.0), ("gray", None), ("1", None), ("", None), ("nowhere yesterday", None)],
-)  # fmt: skip
-def test_yes_no_verdicts_read_the_first_verdict_word(raw: str, expected: float | None) -> None:
-    v = parse_verdict(raw, JudgeOptions(model="zoo:gemma3"))
-    assert v.score == expected == _yes_no(raw)
-    assert v.raw == raw
-    assert (v.error is None) == (expected is not None)
-    if expected is None:
-        assert v.error is not None and v.error.startswith("judge: verdict ")
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [("8", 0.8), ("Score: 7/10", 0.7), ("10 out of 10", 1.0), ("0", 0.0), ("2.5", 0.25), ("11", None),
-     ("-1", None), ("none", None)],
-)  # fmt: skip
-def test_score_verdicts_are_the_first_number_over_score_max(raw: str, expected: float | None) -> None:
-    v = parse_verdict(raw, JudgeOptions(model="zoo:gemma3", verdict="score", score_max=10))
-    assert v.score == (None if expected is None else pytest.approx(expected))
-    assert (v.error is None) == (expected is not None)
 
 
 def test_a_prompt_must_name_the_answer_and_only_known_placeholders() -> None:
@@ -147,7 +115,7 @@ def test_a_zoo_judge_is_reused_rejudges_on_change_and_its_failures_count(tmp_pat
     assert log["calls"] == n and log["reused"] == 0  # every open answer judged once
     raws = {sid: str(o["raw"]) for sid, o in _verdicts(first, out).items()}
     assert len(raws) == n
-    read = {sid: _yes_no(raw) for sid, raw in raws.items()}
+    read = {sid: read_verdict(raw, "yes_no", 10).score for sid, raw in raws.items()}
     failed = sorted(sid for sid, v in read.items() if v is None)
     judged = [v for v in read.values() if v is not None]
     assert failed and judged  # the tiny judge says both readable and unreadable things

@@ -15,6 +15,7 @@ class JudgeParse(Block):
     verdict: Literal["yes_no", "score"]
     score_max: Number
     max_new_tokens: Count
+    parser: Count  # the verdict reader's version (tasks/judge_verdicts.py)
 
 
 class Judge(Block):

@@ -11,7 +11,6 @@ hash; its own fingerprint (model, prompt template, parse settings) keys its verd
 from __future__ import annotations
 
 import hashlib
-import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field
 from argus_eval.data.types import Sample, fingerprint_of
 from argus_eval.models.spec import Device, ModelConfig
 from argus_eval.tasks.base import CellResult, Finish
+from argus_eval.tasks.judge_verdicts import PARSER_VERSION, Verdict, read_verdict
 
 # Where a verdict travels in a scored record's output (runner/judging.py merges it before finalize).
 VERDICT = "judge"
@@ -36,11 +36,6 @@ DEFAULT_PROMPT = (
     "Candidate answer: {answer}\n"
     "Is the candidate answer correct? Answer yes or no."
 )
-
-_YES_NO = {"yes": 1.0, "correct": 1.0, "true": 1.0, "right": 1.0,
-           "no": 0.0, "incorrect": 0.0, "false": 0.0, "wrong": 0.0}  # fmt: skip
-_WORD = re.compile(r"\b(" + "|".join(_YES_NO) + r")\b", re.IGNORECASE)
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 
 
 class JudgeOptions(BaseModel):
@@ -57,8 +52,9 @@ class JudgeOptions(BaseModel):
     )
     verdict: Literal["yes_no", "score"] = Field(
         default="yes_no",
-        description="yes_no: the first yes/no (correct/incorrect, true/false, right/wrong) word; score: "
-        "the first number, in [0, score_max], divided by score_max.",
+        description="yes_no: a clear yes/no (correct/incorrect, true/false, right/wrong; negations read, "
+        "both senses a failure); score: a labelled score, a fraction N/M, or the only number, in [0, 1] "
+        "of its scale (tasks/judge_verdicts.py).",
     )
     score_max: StrictInt | StrictFloat = Field(default=10, gt=0)
     max_new_tokens: StrictInt = Field(default=16, ge=1)
@@ -101,7 +97,12 @@ class JudgeOptions(BaseModel):
 
     def parse_settings(self) -> dict[str, Any]:
         """Everything besides the model and the template that changes a verdict."""
-        return {"verdict": self.verdict, "score_max": self.score_max, "max_new_tokens": self.max_new_tokens}
+        return {
+            "verdict": self.verdict,
+            "score_max": self.score_max,
+            "max_new_tokens": self.max_new_tokens,
+            "parser": PARSER_VERSION,
+        }
 
     def fingerprint(self, model_fp: str) -> str:
         """The judge's identity: its model's fingerprint, its template's hash and its parse settings."""
@@ -129,27 +130,9 @@ class Judged(Protocol):
     def judge_item(self, sample: Sample, output: dict[str, Any]) -> JudgeItem | None: ...
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A parsed verdict in [0, 1], or why the raw text does not parse (a judge failure)."""
-
-    raw: str
-    score: float | None
-    error: str | None = None
-
-
 def parse_verdict(raw: str, options: JudgeOptions) -> Verdict:
-    """The judge's verdict read from its raw text: the first yes/no word, or the first number."""
-    if options.verdict == "yes_no":
-        m = _WORD.search(raw)
-        if m is not None:
-            return Verdict(raw, _YES_NO[m.group(1).lower()])
-        return Verdict(raw, None, f"judge: verdict {raw[:60]!r} has no yes/no word")
-    n = _NUMBER.search(raw)
-    if n is not None and 0 <= float(n.group(0)) <= options.score_max:
-        return Verdict(raw, float(n.group(0)) / float(options.score_max))
-    why = "no number" if n is None else f"{n.group(0)} outside [0, {options.score_max:g}]"
-    return Verdict(raw, None, f"judge: verdict {raw[:60]!r} has {why}")
+    """The judge's verdict read from its raw text (tasks/judge_verdicts.py says how)."""
+    return read_verdict(raw, options.verdict, float(options.score_max))
 
 
 @dataclass(frozen=True)
