@@ -4,6 +4,7 @@ zoo judge and with a loopback server as judge (reuse across reruns, rejudging, f
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -155,9 +156,10 @@ def test_a_zoo_judge_is_reused_rejudges_on_change_and_its_failures_count(tmp_pat
 def _served_verdict(prompt: str) -> str:
     """A loopback judge: yes when the candidate answer is one of the references (as written), else no."""
     refs = re.search(r"Reference answers: (.*)", prompt)
-    answer = re.search(r"Candidate answer: (.*)", prompt)
+    answer = re.search(r"<answer>(.*?)</answer>", prompt, flags=re.DOTALL)
     assert refs is not None and answer is not None
-    return "Yes, correct." if answer.group(1) in refs.group(1).split("; ") else "No, that is wrong."
+    candidate = html.unescape(answer.group(1))
+    return "Yes, correct." if candidate in refs.group(1).split("; ") else "No, that is wrong."
 
 
 def test_a_loopback_server_as_judge_and_its_failed_calls_are_retried(tmp_path: Path) -> None:
