@@ -177,12 +177,18 @@ def _tables(
 ) -> Iterator[tuple[Path, Any]]:
     """(file, its rows as a datasets.Dataset), one file or folder at a time so each row names its file."""
     if options.builder == "imagefolder":
-        yield files[0], hf.load_dataset("imagefolder", data_dir=str(files[0]), split=options.split)
+        yield (
+            files[0],
+            hf.load_dataset("imagefolder", data_dir=str(files[0]), split=options.split, cache_dir=str(cache)),
+        )
         return
     for f in files:
         if options.builder != "save_to_disk":
             data = {options.split: [str(f)]}
-            yield f, hf.load_dataset(options.builder, data_files=data, split=options.split, cache_dir=cache)
+            yield (
+                f,
+                hf.load_dataset(options.builder, data_files=data, split=options.split, cache_dir=str(cache)),
+            )
             continue
         saved = hf.load_from_disk(str(f))
         if isinstance(saved, hf.DatasetDict):
@@ -223,7 +229,7 @@ def _check_columns(table: Any, source: Path, maps: Mapping[str, Mapping[str, str
 
 
 def _fingerprint_files(options: HfDatasetsOptions, files: list[Path]) -> list[Path]:
-    if options.builder == "save_to_disk":
+    if options.builder in ("save_to_disk", "imagefolder"):  # folders: every file in them
         return sorted(p for f in files for p in f.rglob("*") if p.is_file())
     return [p for p in files if p.is_file()]
 
@@ -289,7 +295,9 @@ def load_hf_datasets(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     store = EmbeddedImages(ctx.cache_dir / "hf_images" / fp)
     skips = Skips(options.strict)
     with _no_progress_bars(hf):
-        samples = _samples(hf, options, files, store, skips, ctx.cache_dir / "hf_datasets")
+        # `datasets` keys its Arrow cache by a file's path and mtime: a file rewritten with its mtime kept
+        # would be served stale. Under a folder named by the files' content digest it never is.
+        samples = _samples(hf, options, files, store, skips, ctx.cache_dir / "hf_datasets" / fp)
     samples = limit_each_kind(samples, options.limit)
     return Dataset(
         name=options.name,
