@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -84,3 +85,36 @@ def test_cli_compare_json_and_text(runs: tuple[Path, Path, Path], tmp_path: Path
     assert res.exit_code == 0 and "Axes per model" in res.stdout and "deltas are B - A" in res.stdout
     res = CliRunner().invoke(app, ["compare", str(a), str(tmp_path / "nothing")])
     assert isinstance(res.exception, ResultsError) and "not found" in str(res.exception)
+
+
+def _edit(run_dir: Path, edit: Any) -> None:
+    doc = json.loads((run_dir / "results.json").read_text())
+    edit(doc["manifest"])
+    (run_dir / "results.json").write_text(json.dumps(doc))
+
+
+def test_same_named_different_data_is_not_comparable(tmp_path: Path, runs: tuple[Path, Path, Path]) -> None:
+    """A run whose dataset of the same name is other data (another fingerprint): its cells are listed as
+    not comparable, with why, and never paired; the other datasets' cells still pair; versions and
+    revisions that differ are noted."""
+    b = make_run(tmp_path / "b", hostile=False)
+    doc = json.loads((b / "results.json").read_text())
+    name = sorted(doc["manifest"]["datasets"])[0]
+
+    def regenerate(manifest: dict[str, Any]) -> None:
+        manifest["datasets"][name]["fingerprint"] = "0" * 16
+        manifest["versions"]["pycocoevalcap"] = "0.0-test"
+        manifest["git"] = {"revision": "f" * 40, "dirty": True}
+
+    _edit(b, regenerate)
+    cmp = compare_runs(runs[0], b, resamples=20)
+    same = compare_runs(runs[0], runs[1], resamples=20)
+    assert cmp.not_comparable and {c["dataset"] for c in cmp.not_comparable} == {name}
+    assert all("different data" in c["why"] and "0" * 16 in c["why"] for c in cmp.not_comparable)
+    assert all(c.dataset != name for c in cmp.cells)
+    assert len(cmp.cells) + len(cmp.not_comparable) == len(same.cells)
+    assert not same.not_comparable
+    notes = " | ".join(cmp.notes)
+    assert f"not compared: dataset {name!r}" in notes and "pycocoevalcap" in notes and "f" * 40 in notes
+    res = CliRunner().invoke(app, ["compare", str(runs[0]), str(b), "--resamples", "20"])
+    assert res.exit_code == 0 and "not comparable (different data)" in res.output

@@ -80,6 +80,10 @@ def compare_command(
             )
         )
     console.print(Text(f"cells only in A: {cmp.only_a_cells}; only in B: {cmp.only_b_cells}"))
+    if cmp.not_comparable:
+        console.print(
+            Text(f"cells in both runs but not comparable (different data): {len(cmp.not_comparable)}")
+        )
     for label in ("A", "B"):
         _print_pairwise(console, label, cmp.pairwise.get(label), cmp.gap.get(label))
         for tie in cmp.ties.get(label, []):

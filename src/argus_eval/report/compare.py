@@ -81,6 +81,8 @@ class Comparison:
     only_b_models: list[str] = field(default_factory=list)
     only_a_cells: int = 0
     only_b_cells: int = 0
+    # cells in both runs whose dataset is different data under the same name: listed, never paired
+    not_comparable: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # run ("A"/"B") -> axis ("ARGUS"/"P") -> model -> opponent -> P(model beats opponent) in that run
     pairwise: dict[str, Pairwise | None] = field(default_factory=dict)
@@ -211,11 +213,20 @@ def compare_runs(
         return {c.key: c for c in r.cells}
 
     cells_a, cells_b = cells_of(ra), cells_of(rb)
-    common_cells = [k for k in cells_a if k in cells_b]
-    cmp.only_a_cells = len(cells_a) - len(common_cells)
-    cmp.only_b_cells = len(cells_b) - len(common_cells)
+    changed = _changed_datasets(ra, rb)
+    in_both = [k for k in cells_a if k in cells_b]
+    common_cells = [k for k in in_both if k[2] not in changed]
+    cmp.not_comparable = [
+        {"model": k[0], "task": k[1], "dataset": k[2], "condition": k[3], "why": changed[k[2]]}
+        for k in in_both
+        if k[2] in changed
+    ]
+    cmp.notes.extend(_provenance_notes(ra, rb, changed))
+    cmp.only_a_cells = len(cells_a) - len(in_both)
+    cmp.only_b_cells = len(cells_b) - len(in_both)
     if not common_cells:
-        cmp.notes.append("the runs share no cell (model, task, dataset, condition): only axes are compared")
+        cmp.notes.append("the runs share no comparable cell (model, task, dataset, condition on the same "
+                         "data): only axes are compared")  # fmt: skip
     else:
         sa, sb = scores_by_cell(dir_a / "samples.jsonl"), scores_by_cell(dir_b / "samples.jsonl")
         cmp.cells = [
@@ -226,3 +237,37 @@ def compare_runs(
             f"per-sample score over the sample ids both runs scored ({resamples} resamples, seed {seed})"
         )
     return cmp
+
+
+def _changed_datasets(ra: Results, rb: Results) -> dict[str, str]:
+    """Dataset name -> why its cells do not pair: the same name over different data (its fingerprint
+    digests the annotations and loader settings), e.g. another split or a regenerated set."""
+    out: dict[str, str] = {}
+    for name, da in ra.manifest.datasets.items():
+        db = rb.manifest.datasets.get(name)
+        if db is not None and db.fingerprint != da.fingerprint:
+            out[name] = (
+                f"dataset {name!r} is different data in A and B (fingerprint {da.fingerprint} vs "
+                f"{db.fingerprint}): its scores are not comparable"
+            )
+    return out
+
+
+def _provenance_notes(ra: Results, rb: Results, changed: dict[str, str]) -> list[str]:
+    """What differs between the runs besides the models: data, scorer and library versions, revision."""
+    notes = [f"not compared: {why}" for why in changed.values()]
+    if changed:
+        notes.append(
+            "axis deltas mix a model change with a data change on "
+            + ", ".join(repr(n) for n in sorted(changed))
+        )
+    va, vb = ra.manifest.versions, rb.manifest.versions
+    moved = [f"{k} {va.get(k, 'absent')} -> {vb.get(k, 'absent')}" for k in sorted(set(va) | set(vb))
+             if va.get(k) != vb.get(k)]  # fmt: skip
+    if moved:
+        notes.append("versions differ (scorers and libraries can move scores): " + "; ".join(moved))
+    ga, gb = ra.manifest.git, rb.manifest.git
+    if ga.revision != gb.revision or ga.dirty or gb.dirty:
+        dirty = " (local edits)" if ga.dirty or gb.dirty else ""
+        notes.append(f"source revisions: A {ga.revision or 'unknown'}, B {gb.revision or 'unknown'}{dirty}")
+    return notes
