@@ -199,18 +199,27 @@ def judge_plan(plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict:
 
 def apply_judgments(
     cell: Cell, setup: JudgeSetup | None, store: Store, ok: dict[str, Record], failures: dict[str, str]
-) -> None:
+) -> dict[str, dict[str, Any]]:
     """Merge a judged cell's verdicts into its successful records (output[VERDICT]) before finalize; a
-    judged answer without a current verdict moves to failures with the judge's reason."""
+    judged answer without a current verdict moves to failures with the judge's reason. Returns, per judged
+    sample, what samples.jsonl shows of it: the judge's raw text, its parsed verdict (None: did not
+    parse) and the judge's fingerprint."""
     if setup is None:
-        return
+        return {}
     key = setup.key(cell.key)
     verdicts, states = store.read(key), store.states(key)
+    shown: dict[str, dict[str, Any]] = {}
     for s, item in _items(cell, ok):
         v = verdicts.get(s.sample_id)
         current = v is not None and states[s.sample_id][0] == fingerprint_of(
             item.prompt(setup.options.prompt)
         )
+        if v is not None and current and v.output is not None:
+            shown[s.sample_id] = {
+                "raw": v.output.get("raw"),
+                "verdict": v.output.get("verdict"),
+                "fingerprint": setup.fingerprint,
+            }
         if v is None or not current:
             failures[s.sample_id] = "judge: not judged (the judge did not run on this answer)"
         elif v.error is not None:
@@ -219,3 +228,4 @@ def apply_judgments(
             ok[s.sample_id].output = {**(ok[s.sample_id].output or {}), VERDICT: (v.output or {})["verdict"]}
             continue
         del ok[s.sample_id]
+    return shown

@@ -43,6 +43,8 @@ class ScoredCell:
     cache: CellCache | None = None
     # tokens the served model's server reported: per answered sample, and summed (None: none reported)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    # per judged sample: the judge's raw text, parsed verdict and fingerprint (runner/judging.py)
+    judged: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> dict[str, int] | None:
@@ -114,9 +116,9 @@ def _judged(cell: Cell, setup: JudgeSetup, store: Store, rows: list[RawRow]) -> 
     records = store.decode(cell.key, rows)
     ok = {sid: r for sid, r in records.items() if r.error is None}
     failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
-    apply_judgments(cell, setup, store, ok, failures)
+    judged = apply_judgments(cell, setup, store, ok, failures)
     result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
-    return ScoredCell(cell, result, failures)
+    return ScoredCell(cell, result, failures, judged=judged)
 
 
 def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
@@ -270,6 +272,8 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
                     line["usage"] = s.tokens[sid]
             else:
                 line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run")})
+            if sid in s.judged:
+                line["judge"] = s.judged[sid]
             yield line
 
 
