@@ -153,7 +153,7 @@ def build(
     dt = torch_dtype(dtype)
     try:
         config = tf.AutoConfig.for_model(**hf_config)
-        cls = getattr(tf, arch, None)
+        cls = _model_class(tf, arch, source)
         dev = torch.device(device)
         with torch.device(dev), _default_dtype(dt):
             model = cls(config) if cls is not None else tf.AutoModel.from_config(config)
@@ -166,6 +166,26 @@ def build(
     fam = SIZERS.get(family)(Build(model, config, sizes, dev, dt)) if family in SIZERS else None
     caps = fam.capabilities if fam else frozenset()
     return Sized(model, family, arch, dtype, caps, dict(fam.workloads) if fam else {})
+
+
+def _model_class(tf: Any, arch: str, source: str) -> Any:
+    """The transformers model class config.json's `architectures` names, or None (AutoModel by
+    model_type) when transformers has no such name. A name that is some other attribute of the library
+    (`pipeline`, `AutoConfig`, a function) is refused: a config file is data, and must not pick what
+    gets called."""
+    if arch == "AutoModel" or not arch.isidentifier() or arch.startswith("_"):
+        return None
+    cls = getattr(tf, arch, None)
+    if cls is None:
+        return None
+    # The abstract base is a PreTrainedModel subclass of itself, but builds nothing sizable.
+    concrete = isinstance(cls, type) and issubclass(cls, tf.PreTrainedModel) and cls is not tf.PreTrainedModel
+    if not concrete:
+        raise ModelLoadError(
+            f"{source or 'config'}: architectures[0] {arch!r} is not a transformers model class; sizing "
+            "builds only model classes (drop `architectures` to build AutoModel from model_type)"
+        )
+    return cls
 
 
 def read_config(spec: str) -> tuple[dict[str, Any], str]:
