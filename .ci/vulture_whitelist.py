@@ -128,3 +128,6 @@ ControlKind  # unused class (src/argus_eval/perturb/controls.py: CONDITION_KINDS
 ImageKind  # unused class (src/argus_eval/perturb/image.py: CONDITION_KINDS "module:attr" entry)
 TextKind  # unused class (src/argus_eval/perturb/text.py: CONDITION_KINDS "module:attr" entry)
 _fresh_caption_parts  # unused function (tests/conftest.py:15)
+protocol_version  # unused variable (tests/api_server.py, benchmarks/bench_served.py: http.server reads it)
+request_queue_size  # unused variable (tests/api_server.py, benchmarks/bench_served.py: socketserver reads it)
+_.do_GET  # unused method (benchmarks/bench_served.py: http.server calls it)

@@ -35,6 +35,7 @@ class ServerState:
     limit_fields: set[str] = field(default_factory=set)  # which token-cap field the requests carried
     active: int = 0
     max_active: int = 0
+    keep_alive: bool = False  # HTTP/1.1 with persistent connections, as real servers (else one per request)
 
     def reply(self, body: dict[str, Any], auth: str) -> tuple[int, dict[str, str], bytes]:
         content = body["messages"][0]["content"]
@@ -91,6 +92,8 @@ def serve(state: ServerState) -> Iterator[str]:
     """Run the server on a free loopback port; yields its base URL (http://127.0.0.1:PORT/v1)."""
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if state.keep_alive else "HTTP/1.0"
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, headers, payload = state.reply(body, self.headers.get("Authorization", ""))
@@ -105,6 +108,8 @@ def serve(state: ServerState) -> Iterator[str]:
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True  # kept-alive connections must not hold shutdown
+    httpd.request_queue_size = 256
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

@@ -158,7 +158,7 @@ def test_bad_api_spec() -> None:
 
 
 def test_png_roundtrip_is_lossless() -> None:
-    from argus_eval.models.api import png_data_url
+    from argus_eval.models.api_images import png_data_url
 
     im = tiny_images(1)[0]
     png = base64.b64decode(png_data_url(im).split(",", 1)[1])

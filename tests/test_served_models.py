@@ -92,7 +92,7 @@ def _raw_answer(server: Server) -> str:
     """One answer exactly as the server sends it (a blank image, the reasoning prompt)."""
     import numpy as np
 
-    from argus_eval.models.api import png_data_url
+    from argus_eval.models.api_images import png_data_url
 
     image = png_data_url(np.zeros((32, 32, 3), dtype=np.uint8))
     content = [{"type": "image_url", "image_url": {"url": image}}, {"type": "text", "text": "What shape?"}]

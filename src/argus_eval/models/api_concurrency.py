@@ -35,6 +35,10 @@ class AdaptiveLimit:
         self._t0: float | None = None
         self.throttled = 0
         self.timeline: list[dict[str, Any]] = []
+        # requests in flight, sampled as each one starts (itself included): how full the slots were kept
+        self.peak_in_flight = 0
+        self._starts = 0
+        self._in_flight_sum = 0
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -46,6 +50,9 @@ class AdaptiveLimit:
             while self._in_flight >= self.limit:
                 self._cond.wait()
             self._in_flight += 1
+            self._starts += 1
+            self._in_flight_sum += self._in_flight
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
         try:
             yield
         finally:
@@ -83,7 +90,8 @@ class AdaptiveLimit:
         self.timeline.append({"t_s": round(time.monotonic() - t0, 3), "limit": self.limit, "why": why})
 
     def report(self) -> dict[str, Any]:
-        """What run_log.json keeps: start, ceiling, lowest and final limit, throttles and the timeline."""
+        """What run_log.json keeps: start, ceiling, lowest and final limit, throttles, the requests in
+        flight (sampled as each request starts: the peak and the mean) and the timeline."""
         limits = [e["limit"] for e in self.timeline] or [self.limit]
         return {
             "adaptive": self.adaptive,
@@ -92,5 +100,10 @@ class AdaptiveLimit:
             "lowest": min(limits),
             "final": self.limit,
             "throttled": self.throttled,
+            "in_flight": {
+                "peak": self.peak_in_flight,
+                "mean_at_start": round(self._in_flight_sum / self._starts, 2) if self._starts else None,
+                "requests": self._starts,
+            },
             "timeline": list(self.timeline),
         }

@@ -15,6 +15,7 @@ Three bounds, none of which httpx gives by itself:
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 import urllib.request
@@ -117,21 +118,37 @@ def _proxied(url: str) -> bool:
 
 
 class Transport:
-    """POSTs JSON to one endpoint within timeout_s per request and returns the whole decoded body."""
+    """POSTs JSON to one endpoint within timeout_s per request and returns the whole decoded body.
+    Transports to one endpoint may share an ssl_context: making one reads the CA bundle (milliseconds)."""
 
-    def __init__(self, endpoint: str, timeout_s: float, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        timeout_s: float,
+        connections: int = 10,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.timeout_s, self.max_body_bytes = timeout_s, max_body_bytes
         self._deadlines = _Deadlines()
+        # One connection per request that may be in flight: httpx and httpcore default to 10, which held
+        # every served model to 10 requests in flight whatever its concurrency said.
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        tls = ssl_context or httpx.create_ssl_context()
         transport = None
         if not _proxied(endpoint):
-            transport = httpx.HTTPTransport()
+            transport = httpx.HTTPTransport(verify=tls, limits=limits)
             # httpx takes no network backend of its own: the pool it built is replaced by the same pool
             # over the deadline backend (TLS verified as httpx does by default).
             transport._pool = httpcore.ConnectionPool(
-                ssl_context=httpx.create_ssl_context(),
+                ssl_context=tls,
+                max_connections=connections,
+                max_keepalive_connections=connections,
                 network_backend=_DeadlineBackend(self._deadlines),
             )
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), transport=transport)
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(timeout_s), transport=transport, limits=limits, verify=tls
+        )
 
     def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
         """The response, its body read whole (decoded, at most max_body_bytes). httpx.TimeoutException

@@ -3,6 +3,7 @@ an optional on-disk store of perturbed images (runner/perturbed_store.py) that o
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +42,17 @@ class ImageCache:
         self.counts = InputCounts()
         self._items: OrderedDict[_Key, ImageArray] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.RLock()
 
     def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
         """The image of sample_id's file at path as a model sees it under condition with seed
-        (sample_id names the sample in the error raised when the file cannot be decoded)."""
+        (sample_id names the sample in the error raised when the file cannot be decoded). Safe from
+        several threads (batches sent ahead, runner/ahead.py): one at a time, so each image is still
+        made once."""
+        with self._lock:
+            return self._get(path, sample_id, condition, seed)
+
+    def _get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
         try:
             st = path.stat()
             stamp = (st.st_mtime_ns, st.st_size)  # a file changed on disk is decoded afresh

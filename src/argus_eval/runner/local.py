@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
+from argus_eval.runner.ahead import Ahead, window
 from argus_eval.runner.context import ExecutionContext
 from argus_eval.runner.feature_store import StoredFeatures
 from argus_eval.runner.gallery import with_gallery
@@ -314,14 +316,17 @@ def execute(
     total = sum(len(w) for _, _, w in todo)
     # every model a cell loads (its checkpoint and helpers) is done after the last batch that uses it
     last_use = {m.load_key(): k for k, (c, _, _) in enumerate(todo) for m in c.models}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        disable=quiet or total == 0,
-        transient=True,
-    ) as progress:
+    with (
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            disable=quiet or total == 0,
+            transient=True,
+        ) as progress,
+        closing(Ahead()) as ahead,
+    ):
         bar = progress.add_task("evaluating", total=total)
         dead: set[str] = set()  # checkpoints that failed to load here (planned from a stored model info)
         for k, (cell, pos, wanted) in enumerate(todo):
@@ -342,11 +347,27 @@ def execute(
                 plan.not_loadable(cell.model, redact_text(str(e)))
                 progress.advance(bar, len(wanted))
                 continue
+            keys = [m.load_key() for m in cell.models]
+
+            def eligible(j: int, keys: list[str] = keys) -> bool:
+                return (
+                    j < len(todo)
+                    and todo[j][0].key not in left_out
+                    and keys == [m.load_key() for m in todo[j][0].models]
+                )
+
+            def work(j: int, model: Model = model, helpers: list[Model] = helpers) -> list[Record]:
+                c, p, w = todo[j]
+                return rerun_in_batch(c, model, p, w, run_seed, ctx, helpers)
+
+            # a served model's next batches go out while this one is in flight (runner/ahead.py)
+            ahead.fill(k, window([model, *helpers], len(pos)), eligible, work)
+            sent = ahead.take(k)
             if cell.key in left_out:
                 records = []
             else:
                 try:
-                    records = rerun_in_batch(cell, model, pos, wanted, run_seed, ctx, helpers)
+                    records = sent.result() if sent is not None else work(k)
                 except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
                     left_out.add(cell.key)
                     plan.leave_out(cell, str(e))
