@@ -19,13 +19,13 @@ from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelLoadError
 from argus_eval.models.hf_common import (
     HFAdapterBase,
-    LoadRequest,
     batches,
     call_pretrained,
     check_lengths,
     hf_module,
     to_pil,
 )
+from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.pixel_memo import remember_pixels
 from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, SCORE_PAIRS

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -12,8 +11,8 @@ from PIL import Image
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
+from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.protocols import ModelInfo
-from argus_eval.models.spec import ModelConfig
 
 T = TypeVar("T")
 
@@ -22,25 +21,6 @@ _DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
 }
-
-
-@dataclass(frozen=True)
-class LoadRequest:
-    """Everything a family loader needs: the user's config, where the weights are, and their identity."""
-
-    cfg: ModelConfig
-    source: str  # a local directory or a hub id
-    hf_config: dict[str, Any]  # config.json as a dict
-    fingerprint: str
-    family: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def pretrained_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments shared by every from_pretrained call (revision, remote code)."""
-        kw: dict[str, Any] = {"trust_remote_code": self.cfg.trust_remote_code}
-        if self.cfg.revision is not None:
-            kw["revision"] = self.cfg.revision
-        return kw
 
 
 def hf_module() -> Any:

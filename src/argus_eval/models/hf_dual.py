@@ -14,12 +14,12 @@ from argus_eval.errors import ModelLoadError
 from argus_eval.models.embed_memo import EmbeddingMemo, fixed_chunks, image_key
 from argus_eval.models.hf_common import (
     HFAdapterBase,
-    LoadRequest,
     call_pretrained,
     check_lengths,
     hf_module,
     to_pil,
 )
+from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.processor_files import load_processor
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
 

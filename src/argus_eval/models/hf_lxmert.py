@@ -24,12 +24,12 @@ from argus_eval.errors import CapabilityError, ModelLoadError
 from argus_eval.models.feature_cache import FeatureCache
 from argus_eval.models.hf_common import (
     HFAdapterBase,
-    LoadRequest,
     batches,
     call_pretrained,
     check_lengths,
     hf_module,
 )
+from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.options import LocalOptions
 from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS
 from argus_eval.models.region_cache import CachedRegions

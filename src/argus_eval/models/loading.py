@@ -15,7 +15,7 @@ from typing import Any
 
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models import fingerprint as fp
-from argus_eval.models.hf_common import LoadRequest
+from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.options import call_only_options
 from argus_eval.models.presets import PRESETS, Preset
 from argus_eval.models.protocols import Model

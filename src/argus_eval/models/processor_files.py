@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from argus_eval.errors import ModelLoadError
-from argus_eval.models.hf_common import LoadRequest, call_pretrained, hf_module
+from argus_eval.models.hf_common import call_pretrained, hf_module
+from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.zoo_store import CHECKPOINTS as ZOO_ROOT
 
 PROCESSOR_FILE = "processor_config.json"

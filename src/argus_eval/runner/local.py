@@ -93,6 +93,7 @@ class ModelPool:
         self.closed_cut = 0
         self.closed_padded = 0
         self.call_logs: dict[str, list[dict[str, Any]]] = {}
+        self.on_load: Callable[[], None] = lambda: None  # after each load (the run's torch threads)
 
     @property
     def loader(self) -> ModelLoader:
@@ -105,6 +106,7 @@ class ModelPool:
         if key not in self._models:
             with cfg.located():
                 self._models[key] = self._loader(cfg)
+            self.on_load()
         return self._models[key]
 
     def release(self, cfg: ModelConfig) -> None:

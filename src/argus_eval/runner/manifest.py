@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -68,14 +69,12 @@ def hardware() -> dict[str, Any]:
         "processor": _cpu_model(),
         "logical_cores": _cores(),
     }
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-            info["cuda"] = torch.version.cuda
-    except ImportError:
-        pass
+    # asked of torch only where the run loaded it (a local model): a run of served models never imports
+    # torch, and the GPUs of the machine that only sends requests describe nothing it measured
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        info["cuda"] = torch.version.cuda
     return info
 
 

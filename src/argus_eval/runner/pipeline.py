@@ -159,7 +159,8 @@ def run(
     # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)
     pool = ModelPool(loader, PARK_BYTES if cfg.efficiency.enabled else 0)
     threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads)
-    with Store(out_dir / "store.sqlite") as store, using(threads):
+    with Store(out_dir / "store.sqlite") as store, using(threads) as torch_threads:
+        pool.on_load = torch_threads.ensure  # set when a local model first loads torch, never before
         try:
             plan = plan_run(cfg, store, pool, strict)
             plan.retry_failed = retry_failed

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -187,18 +188,44 @@ def plan_threads(requested: int | None, timing: int | None = None, cores: Cores 
     return ThreadPlan(cores, intra, 1, requested, timed, notes)
 
 
-@contextmanager
-def using(plan: ThreadPlan) -> Iterator[None]:
-    """torch's intra-op threads set to the plan inside (restored after), and its inter-op threads to the
-    plan's where torch still allows it (only before its first inter-op work: a later call keeps them)."""
-    import torch
+class TorchThreads:
+    """torch's threads set to a plan once torch is loaded, and restored after: a run that loads no local
+    model (served models only) never imports torch for this."""
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(plan.intra_op)
-    if torch.get_num_interop_threads() != plan.inter_op:
-        with suppress(RuntimeError):  # the inter-op pool already started in this process
-            torch.set_num_interop_threads(plan.inter_op)
+    def __init__(self, plan: ThreadPlan) -> None:
+        self.plan = plan
+        self._before: int | None = None
+
+    def ensure(self) -> None:
+        """Apply the plan if torch is loaded and it was not applied yet (the model pool calls this after
+        each load). Inter-op threads are set where torch still allows it (before its first inter-op
+        work: a later call keeps them)."""
+        if self._before is not None or "torch" not in sys.modules:
+            return
+        import torch
+
+        self._before = torch.get_num_threads()
+        torch.set_num_threads(self.plan.intra_op)
+        if torch.get_num_interop_threads() != self.plan.inter_op:
+            with suppress(RuntimeError):  # the inter-op pool already started in this process
+                torch.set_num_interop_threads(self.plan.inter_op)
+
+    def restore(self) -> None:
+        """torch's intra-op threads as they were before the plan was applied."""
+        if self._before is not None:
+            import torch
+
+            torch.set_num_threads(self._before)
+            self._before = None
+
+
+@contextmanager
+def using(plan: ThreadPlan) -> Iterator[TorchThreads]:
+    """torch's threads set to the plan inside (restored after): now if torch is loaded, else when the
+    yielded TorchThreads' ensure() finds it loaded."""
+    threads = TorchThreads(plan)
+    threads.ensure()
     try:
-        yield
+        yield threads
     finally:
-        torch.set_num_threads(before)
+        threads.restore()

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import gmean
 
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
@@ -108,6 +107,8 @@ def efficiency_axis(
         if not subs:
             out[m] = AxisValue(None, None, "no efficiency sub-metric could be normalised", detail)
             continue
+        from scipy.stats import gmean  # here: a run with no E to score (served models) never loads scipy
+
         e = float(gmean(list(subs.values())))
         out[m] = AxisValue(e, e, None, detail)
     return dict(sorted(out.items()))

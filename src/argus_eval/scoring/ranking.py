@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
@@ -29,7 +28,9 @@ class RankingComparison:
 def rank_models(values: Mapping[str, float | None]) -> dict[str, int | None]:
     """Competition ranks by descending value (ties share the best rank: 1, 1, 3); None stays unranked."""
     named = sorted(m for m, v in values.items() if v is not None and not np.isnan(v))
-    ranks = rankdata([-float(values[m]) for m in named], method="min") if named else []  # type: ignore[arg-type]
+    scores = np.array([values[m] for m in named], dtype=np.float64)
+    # competition ("min") ranks: 1 + how many score strictly higher (numpy: no scipy for this alone)
+    ranks: list[int] = [1 + int(np.count_nonzero(scores > v)) for v in scores]
     out: dict[str, int | None] = {m: None for m in sorted(values)}
     out.update({m: int(r) for m, r in zip(named, ranks, strict=True)})
     return out
@@ -108,6 +109,8 @@ def compare_rankings(p: Mapping[str, float | None], argus: Mapping[str, float | 
     both = [m for m in names if shift[m] is not None]
     tau: float | None = None
     if len(both) >= 2:
+        from scipy.stats import kendalltau  # here: scipy loads only where two rankings are compared
+
         stat = float(kendalltau([cap[m] for m in both], [ovr[m] for m in both]).statistic)
         tau = None if np.isnan(stat) else stat
     return RankingComparison(cap, ovr, shift, tau, gap_sentence(cap, ovr))
