@@ -152,3 +152,21 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path: Path) -> None:
         two["notes"].remove(clipped[0])
     assert one["manifest"]["hardware"]["threads"]["intra_op_threads"] == 1
     assert _without_threads(one) == _without_threads(two)
+
+
+def test_blas_and_torch_threads_follow_the_plan_inside_a_run_whatever_was_imported_first() -> None:
+    # torch imported before argus_eval (a library caller), numpy's BLAS loaded: both set inside, restored
+    code = """
+import torch, numpy
+from threadpoolctl import threadpool_info
+from argus_eval.runner import threads
+blas = lambda: sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+before = (torch.get_num_threads(), blas())
+plan = threads.plan_threads(1, cores=threads.Cores(2, "test", 2, None))
+with threads.using(plan):
+    inside = (torch.get_num_threads(), blas())
+import json
+print(json.dumps([before, inside, (torch.get_num_threads(), blas())]))
+"""
+    before, inside, after = json.loads(_in_child(code))
+    assert inside == [1, [1]] and after == before

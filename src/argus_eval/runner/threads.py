@@ -222,10 +222,15 @@ class TorchThreads:
 @contextmanager
 def using(plan: ThreadPlan) -> Iterator[TorchThreads]:
     """torch's threads set to the plan inside (restored after): now if torch is loaded, else when the
-    yielded TorchThreads' ensure() finds it loaded."""
+    yielded TorchThreads' ensure() finds it loaded; the BLAS pools of numpy and scipy to the same."""
+    from threadpoolctl import threadpool_limits
+
     threads = TorchThreads(plan)
     threads.ensure()
     try:
-        yield threads
+        # numpy's BLAS pool (OpenBLAS) too: OMP_WAIT_POLICY calms torch's, not it, and on a busy
+        # machine its spinning threads made a tiny matmul 20-40x slower than with the run's share
+        with threadpool_limits(limits=plan.intra_op, user_api="blas"):
+            yield threads
     finally:
         threads.restore()
