@@ -107,9 +107,14 @@ def serve(state: ServerState) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True  # kept-alive connections must not hold shutdown
-    httpd.request_queue_size = 256
+    class Server(ThreadingHTTPServer):
+        # listen() runs in the constructor, so the backlog is a class attribute: set on the instance it
+        # stayed at socketserver's 5, and under load 32 clients connecting at once overflowed it and
+        # were reset (ECONNRESET), which the client rightly retried
+        request_queue_size = 256
+        daemon_threads = True  # kept-alive connections must not hold shutdown
+
+    httpd = Server(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

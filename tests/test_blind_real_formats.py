@@ -147,7 +147,7 @@ def test_the_training_file_stays_out_of_the_dataset_fingerprint(tmp_path: Path) 
 def test_the_plan_lists_every_reasoning_datasets_baseline_source() -> None:
     raw = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
     raw["data_root"] = str(FIX)
-    _, _, baselines = describe_plan(parse_config(raw, "configs/paper.yaml"))
+    _, _, baselines, _ = describe_plan(parse_config(raw, "configs/paper.yaml"))
     by_dataset = {b["dataset"]: b["blind_baseline"] for b in baselines if b["task"] == "reasoning"}
     assert set(by_dataset) == {"VisualGenome", "CLEVR-val", "VCR-val"}
     assert "key train_questions" in by_dataset["CLEVR-val"]

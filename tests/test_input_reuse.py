@@ -128,3 +128,16 @@ def test_the_budget_stops_writing_not_computing(tmp_path: Path) -> None:
         for seed in range(4):
             cache.get(path, "s", FOG, seed)
     assert cache.to_json()["written_disk"] == 2 and cache.to_json()["over_budget"] == 2
+
+
+def test_the_dry_run_counts_the_corruptions_and_records_a_run_makes(tmp_path: Path) -> None:
+    from argus_eval.runner.dryrun import describe_plan
+
+    cfg = parse_config(_config(tmp_path / "cache", ["a", "b"]), "t")
+    cost = describe_plan(cfg)[3].to_json()
+    out = tmp_path / "out"
+    outcome = run(cfg, out, quiet=True)
+    assert cost["total"]["corruptions"] == _log(out)["corruptions"]["computed"] > 50
+    assert cost["total"]["records"] == outcome.stats.records_written
+    assert cost["total"]["requests"] == 0 and cost["total"]["region_extractions"] == 0
+    assert cost["models"]["a"] == cost["models"]["b"] and cost["models"]["a"]["batches"] > 0

@@ -13,6 +13,7 @@ from rich.table import Table
 from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
+from argus_eval.runner.dryrun_cost import RunCost
 
 # Exit status of a run that completed and wrote everything, but in which more than --max-failed of a
 # model's samples failed or did not run (bad input and fatal errors exit 2).
@@ -200,20 +201,35 @@ def configured(cfg_path: Path, overrides: dict[str, Any] | None) -> RunSpec:
     return parse_config(data, str(cfg_path))
 
 
+def cost_table(cost: RunCost) -> Table:
+    """The run's cost, per model and in all, as the dry run prints it."""
+    data = cost.to_json()
+    table = Table(title="cost (counted, not timed: a dry run loads no model)")
+    cols = ("records", "batches", "requests", "judged")
+    for col in ("model", *cols):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for name, row in data["models"].items():
+        table.add_row(name, *(f"{row[c]:,}" for c in cols))
+    total = data["total"]
+    table.add_row("all", *(f"{total[c]:,}" for c in cols), end_section=True)
+    table.caption = (
+        f"corruptions {total['corruptions']:,} and region extractions {total['region_extractions']:,}, "
+        "each once per image, condition and seed for every model (batches: a local model's forward "
+        "batches; requests: a served model's; judged: answers sent to a judge)"
+    )
+    return table
+
+
 def dry_run_plan(
     cfg_path: Path, console: Console, as_json: bool, overrides: dict[str, Any] | None = None
 ) -> None:
     """Print the plan (cells, sample counts, protocol of each model on each task) without running a model."""
     from argus_eval.runner.dryrun import describe_plan
 
-    rows, skipped, baselines = describe_plan(configured(cfg_path, overrides))
+    rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
     if as_json:
-        sys.stdout.write(
-            json.dumps(
-                {"cells": rows, "skipped": skipped, "blind_baselines": baselines}, indent=1, sort_keys=True
-            )
-            + "\n"
-        )
+        out = {"cells": rows, "skipped": skipped, "blind_baselines": baselines, "cost": cost.to_json()}
+        sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
         return
     table = Table(title=f"plan of {cfg_path}")
     # checkpoint: the spec serving the row (a composite model names a different one per task)
@@ -238,6 +254,7 @@ def dry_run_plan(
             *([r["regions"] or "-"] if regions else []),
         )  # fmt: skip
     console.print(table)
+    console.print(cost_table(cost))
     for s in skipped:
         who = f"{s.get('model', '?')} / {s.get('task', '?')}"
         console.print(f"left out: {who}: {s['reason']}", markup=False, highlight=False)

@@ -214,6 +214,17 @@ def load_model(cfg: ModelConfig) -> Model:
     return SCHEMES.get(scheme).load(cfg, target)
 
 
+def is_served(cfg: ModelConfig) -> bool:
+    """Whether cfg's scheme (through its preset, for a preset) serves the model elsewhere: its calls are
+    requests to a server, not forward passes here. False for a spec that names nothing."""
+    scheme, _ = _split(cfg.spec)
+    if scheme == "preset":
+        if cfg.spec not in PRESETS:
+            return False
+        scheme, _ = _split(PRESETS.get(cfg.spec).spec)
+    return scheme in SCHEMES and SCHEMES.get(scheme).served
+
+
 def check_spec(cfg: ModelConfig) -> None:
     """ModelLoadError when a single-checkpoint config names nothing loadable, found without loading
     weights: an unknown preset or scheme, a missing local directory or one without config.json and

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from argus_eval.errors import ArgusError
-from argus_eval.models.loading import _split, load_model
+from argus_eval.models.loading import _split, is_served, load_model
 from argus_eval.models.presets import PRESETS
 from argus_eval.models.protocols import ModelInfo
 from argus_eval.models.regions import declared_regions
@@ -15,6 +15,7 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.baselines import baseline_rows
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.dryrun_cost import RunCost, run_cost
 from argus_eval.runner.plan import build_plan
 from argus_eval.tasks.registry import make_tasks
 
@@ -61,9 +62,10 @@ def _tasks_of(checkpoint: ModelConfig, models: Sequence[ModelConfig]) -> dict[st
 
 def describe_plan(
     cfg: RunSpec,
-) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
-    """Rows (model, task, dataset, conditions, samples, protocol, model calls per cell and in all) and
-    the pairs left out with reasons, and the blind baseline's source (or its absence) per dataset."""
+) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]], RunCost]:
+    """Rows (model, task, dataset, conditions, samples, protocol, model calls per cell and in all),
+    the pairs left out with reasons, the blind baseline's source (or its absence) per dataset, and what
+    the run will cost (runner/dryrun_cost.py)."""
     datasets = load_datasets(cfg)
     tasks = make_tasks(cfg.tasks)
     conditions = list(cfg.conditions)
@@ -107,4 +109,10 @@ def describe_plan(
         )
         row["conditions"] += 1
         row["calls"] += calls
-    return list(rows.values()), skipped + plan.skipped, baseline_rows(datasets, tasks)
+    cost = run_cost(
+        plan.cells,
+        is_served,
+        set(plan.judges),
+        lambda m: _regions_of(infos.get(m.load_key())) is not None,
+    )
+    return list(rows.values()), skipped + plan.skipped, baseline_rows(datasets, tasks), cost

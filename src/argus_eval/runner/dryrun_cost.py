@@ -1,0 +1,85 @@
+"""What a planned run will cost, counted before it runs (`argus run --dry-run`): per model and in all,
+the records it writes, the batches a local model runs, the requests a served model is sent, the
+corruptions and region extractions made (once per image, condition and seed, for every model of the
+run: the perturbed-image store shares them) and the judge calls. Counts, not times: the wall time of a
+run depends on the models, which a dry run does not load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus_eval.models.spec import ModelConfig
+from argus_eval.runner.plan import Cell
+
+
+@dataclass
+class ModelCost:
+    """One model's share of the run."""
+
+    records: int = 0
+    batches: int = 0  # forward batches of a local model (a protocol may call the model more per batch)
+    requests: int = 0  # requests to a served model's server
+    judged: int = 0  # answers sent to a judge
+
+
+@dataclass
+class RunCost:
+    """Per model and in all; corruptions and region extractions are the run's, shared by its models."""
+
+    models: dict[str, ModelCost] = field(default_factory=dict)
+    corruptions: int = 0
+    region_extractions: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The cost as the dry run's JSON gives it."""
+        rows = {m: vars(c) for m, c in self.models.items()}
+        total = {k: sum(r[k] for r in rows.values()) for k in vars(ModelCost())}
+        return {
+            "models": rows,
+            "total": {
+                **total,
+                "corruptions": self.corruptions,
+                "region_extractions": self.region_extractions,
+            },
+        }
+
+
+def run_cost(
+    cells: Iterable[Cell],
+    served: Callable[[ModelConfig], bool],
+    judged_tasks: set[str],
+    reads_regions: Callable[[ModelConfig], bool],
+) -> RunCost:
+    """The cost of the planned cells: served(m) says whether m is served, judged_tasks names the tasks
+    whose answers a judge scores, reads_regions(m) whether m reads region features."""
+    cost = RunCost()
+    corrupted: set[tuple[str, str, str, str]] = set()
+    regions: set[tuple[str, str, str, str, str]] = set()
+    for c in cells:
+        mc = cost.models.setdefault(c.model.name, ModelCost())
+        n = len(c.samples)
+        mc.records += n
+        calls = c.protocol.cost(c.samples)
+        if served(c.model):
+            mc.requests += calls
+        else:
+            mc.batches += math.ceil(n / c.model.batch_size) if n else 0
+        if c.task.name in judged_tasks:
+            mc.judged += n
+        for s in c.samples:
+            if s.image is None:
+                continue
+            # a seed-blind corruption is one image per file; a seeded one differs per sample
+            seed = s.sample_id if c.condition.uses_seed else ""
+            shown = (c.dataset.name, s.image, c.condition.id, seed)
+            if c.condition.shows_perturbed_image:
+                corrupted.add(shown)
+            if reads_regions(c.model):
+                regions.add((*shown, c.model.load_key()))
+    cost.corruptions = len(corrupted)
+    cost.region_extractions = len(regions)
+    return cost

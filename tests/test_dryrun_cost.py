@@ -1,0 +1,41 @@
+"""The dry run's cost table: a served model's requests, a local model's batches, judged answers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from argus_eval.runner.config import parse_config
+from argus_eval.runner.dryrun import describe_plan
+
+
+def test_served_requests_local_batches_and_clean_only_corruptions(tmp_path: Path) -> None:
+    cfg = {
+        "name": "cost",
+        "seed": 0,
+        "cache_dir": str(tmp_path / "cache"),
+        "models": [
+            {"name": "served", "spec": "api:http://127.0.0.1:9/v1#m"},  # a dry run sends nothing
+            {"name": "local", "spec": "null:x", "batch_size": 5},
+        ],
+        "datasets": [
+            {
+                "name": "studio",
+                "format": "shapesworld",
+                "domain": "studio",
+                "split": "test",
+                "n_images": 4,
+                "train_images": 4,
+                "questions_per_image": 3,
+            }
+        ],
+        "tasks": ["reasoning"],
+        "perturbations": [{"text": "typos", "severity": 2}],
+        "scoring": {"resamples": 20},
+        "efficiency": {"enabled": False},
+    }
+    cost = describe_plan(parse_config(cfg, "t"))[3].to_json()
+    served, local = cost["models"]["served"], cost["models"]["local"]
+    assert served == {"records": 24, "batches": 0, "requests": 24, "judged": 0}  # 12 questions x 2 conditions
+    assert local == {"records": 24, "batches": 2 * math.ceil(12 / 5), "requests": 0, "judged": 0}
+    assert cost["total"]["corruptions"] == 0  # a text perturbation shows the image as it is
