@@ -81,6 +81,14 @@ def run(
         str | None,
         typer.Option("--address", help="Ray cluster: ray://HOST:PORT or auto (with --executor ray)."),
     ] = None,
+    workers: Annotated[
+        str | None,
+        typer.Option(
+            "--workers",
+            help="Threads that decode and perturb the next batches while the model runs (default: one "
+            "per available core, at most 8; more than the cores is clipped with a note).",
+        ),
+    ] = None,
     retry_failed: Annotated[
         bool,
         typer.Option(
@@ -94,7 +102,7 @@ def run(
     from argus_eval.runner.config import default_config_path
 
     cfg_path = config or default_config_path()
-    overrides = run_overrides(data_root, executor, address)
+    overrides = run_overrides(data_root, executor, address, workers)
     if dry_run:
         dry_run_plan(cfg_path, console, as_json, overrides)
         return

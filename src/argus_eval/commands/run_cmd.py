@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from argus_eval.errors import ConfigError
 from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
@@ -177,9 +178,26 @@ def run_command(
     return code
 
 
-def run_overrides(data_root: str | Path | None, executor: str | None, address: str | None) -> dict[str, Any]:
-    """The config keys `argus run`'s options override (--data-root, --executor, --address)."""
+def run_overrides(
+    data_root: str | Path | None,
+    executor: str | None,
+    address: str | None,
+    workers: str | int | None = None,
+) -> dict[str, Any]:
+    """The config keys `argus run`'s options override (--data-root, --executor, --address, --workers);
+    ConfigError naming --workers when it is not a whole number of at least 1."""
     overrides: dict[str, Any] = {}
+    if workers is not None:
+        try:
+            count = int(workers)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise ConfigError(
+                f"--workers {workers}: give a whole number of at least 1 (threads that prepare the next "
+                "batches' images while the model runs), or leave it out for one per core"
+            )
+        overrides["workers"] = count
     if data_root is not None:
         overrides["data_root"] = str(data_root)
     if executor is not None:

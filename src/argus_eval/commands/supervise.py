@@ -81,7 +81,10 @@ def _check_config(argv: list[str]) -> None:
     from argus_eval.runner.config import default_config_path
 
     overrides = run_overrides(
-        _option(argv, "--data-root"), _option(argv, "--executor"), _option(argv, "--address")
+        _option(argv, "--data-root"),
+        _option(argv, "--executor"),
+        _option(argv, "--address"),
+        _option(argv, "--workers"),
     )  # the child's own overrides, so both read the same config
     configured(Path(_option(argv, "--config", "-c") or default_config_path()), overrides)
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-
-from argus_eval.tasks.records import Record
+from typing import Generic, TypeVar
 
 MAX_AHEAD = 64  # batches in flight at most, whatever a model's concurrency says
+
+T = TypeVar("T")
 
 
 def window(models: Sequence[object], batch_len: int) -> int:
@@ -31,22 +32,23 @@ def window(models: Sequence[object], batch_len: int) -> int:
     return min(MAX_AHEAD, math.ceil(smallest / batch_len) + 1)
 
 
-class Ahead:
-    """Futures of the batches (by their index in the run's list of batches) sent before their turn."""
+class Ahead(Generic[T]):
+    """Futures of the batches (by their index in the run's list of batches) sent before their turn:
+    their records (served models), or their prepared inputs (runner/prefetch.py). threads: the most
+    that run at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = MAX_AHEAD, name: str = "argus-ahead") -> None:
+        self._threads, self._name = threads, name
         self._pool: ThreadPoolExecutor | None = None
-        self._futures: dict[int, Future[list[Record]]] = {}
+        self._futures: dict[int, Future[T]] = {}
 
-    def fill(
-        self, k: int, width: int, eligible: Callable[[int], bool], work: Callable[[int], list[Record]]
-    ) -> None:
+    def fill(self, k: int, width: int, eligible: Callable[[int], bool], work: Callable[[int], T]) -> None:
         """Send batches k .. k+width-1 not yet sent, stopping at the first that is not eligible (another
         model, or a cell left out)."""
         if width <= 1:
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(MAX_AHEAD, thread_name_prefix="argus-ahead")
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix=self._name)
         for j in range(k, k + width):
             if j in self._futures:
                 continue
@@ -54,7 +56,7 @@ class Ahead:
                 break
             self._futures[j] = self._pool.submit(work, j)
 
-    def take(self, k: int) -> Future[list[Record]] | None:
+    def take(self, k: int) -> Future[T] | None:
         """Batch k's future, if it was sent ahead (then it is the caller's)."""
         return self._futures.pop(k, None)
 

@@ -98,6 +98,13 @@ class RunConfig(BaseModel):
         description="torch CPU threads for model work; None: every core this process may use (affinity "
         "and cgroup quota). More than the available cores is clipped, with a note in results.json.",
     )
+    workers: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        description="threads that decode and perturb the next batches' images while the model runs "
+        "(local executor); None: one per available core, at most 8. More than the cores is clipped, with "
+        "a note.",
+    )
     executor_options: dict[str, Any] = Field(default_factory=dict)
     cache_dir: Path | None = Field(default=None, description="Where generated data is cached.")
     data_root: Path | None = Field(
@@ -148,6 +155,7 @@ class RunConfig(BaseModel):
             executor_options=executor_options,
             cache_dir=self.cache_dir,
             threads=self.threads,
+            workers=self.workers,
             written=self,
         )
 
@@ -194,6 +202,7 @@ class RunSpec(BaseModel):
     cache_dir: Path | None
     written: RunConfig
     threads: int | None = None  # torch CPU threads asked for (runner/threads.py clips them to the cores)
+    workers: int | None = None  # input threads asked for (runner/prefetch.py; clipped likewise)
 
 
 def _check_task_keys(models: Sequence[ModelConfig]) -> None:

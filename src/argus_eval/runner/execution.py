@@ -35,6 +35,7 @@ class ExecutionRequest:
     # runs after a model's last batch, before it is released (e.g. to profile it while loaded)
     on_model_done: Callable[[ModelConfig, Model], None] | None = None
     options: ExecutorOptions = field(default_factory=ExecutorOptions)
+    workers: int = 1  # threads preparing the next batches' inputs while the model runs (local executor)
 
 
 class Executor(Protocol):

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 from argus_eval.data.images import ImageArray, load_image
+from argus_eval.data.paths import InsideRoot
+from argus_eval.errors import PerturbationError, SampleError
 from argus_eval.models.fingerprint import file_digest
 from argus_eval.perturb.conditions import Condition
 from argus_eval.runner.perturbed_store import PerturbedStore
@@ -42,17 +46,15 @@ class ImageCache:
         self.counts = InputCounts()
         self._items: OrderedDict[_Key, ImageArray] = OrderedDict()
         self._bytes = 0
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # held for bookkeeping only, never while an image is made
+        self._making: dict[_Key, Future[tuple[ImageArray, bool]]] = {}
+        self.inside = InsideRoot()  # images are checked against their root once per run, not per question
 
     def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
         """The image of sample_id's file at path as a model sees it under condition with seed
         (sample_id names the sample in the error raised when the file cannot be decoded). Safe from
-        several threads (batches sent ahead, runner/ahead.py): one at a time, so each image is still
-        made once."""
-        with self._lock:
-            return self._get(path, sample_id, condition, seed)
-
-    def _get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
+        several threads (prefetch and batches sent ahead): distinct images are made at once, and an
+        image asked for while another thread makes it is waited for, so each is still made once."""
         try:
             st = path.stat()
             stamp = (st.st_mtime_ns, st.st_size)  # a file changed on disk is decoded afresh
@@ -61,36 +63,76 @@ class ImageCache:
         # a corruption that ignores the seed (brightness) is the same image for every sample
         seed = seed if condition.uses_seed else 0
         key: _Key = (path, *stamp, condition, seed)
-        hit = self._lookup(key)
-        if hit is not None:
-            self.counts.reused_memory += 1
-            return hit
+        return self._once(key, lambda: self._make(path, stamp, sample_id, condition, seed))
+
+    def _make(
+        self, path: Path, stamp: tuple[int, int], sample_id: str, condition: Condition, seed: int
+    ) -> tuple[ImageArray, bool]:
+        """The image and whether to keep it under its own key (not when it is the decoded file's)."""
         disk_key = ""
         if self.disk is not None and condition.shows_perturbed_image and stamp[0] >= 0:
             digest = _content_digest(path)
             disk_key = self.disk.key(digest, condition.id, seed) if digest else ""
             read = self.disk.get(disk_key) if disk_key else None
             if read is not None:
-                return self._store(key, read)
-        decoded = self._decoded(path, stamp, sample_id)
+                return read, True
+        decoded = self._once((path, *stamp, None, 0), lambda: (self._decode(path, sample_id), True))
         image = condition.apply_image(decoded, seed)
         if image is decoded:
-            return decoded
-        if condition.shows_perturbed_image:
-            self.counts.computed += 1
-        else:
-            self.counts.made += 1
+            return decoded, False  # clean, text, swap: the decoded file itself, kept once
+        with self._lock:
+            if condition.shows_perturbed_image:
+                self.counts.computed += 1
+            else:
+                self.counts.made += 1
         if disk_key and self.disk is not None:
             self.disk.put(disk_key, image)
-        return self._store(key, image)
+        return image, True
 
-    def _decoded(self, path: Path, stamp: tuple[int, int], sample_id: str) -> ImageArray:
-        key: _Key = (path, *stamp, None, 0)
-        hit = self._lookup(key)
-        if hit is not None:
-            return hit
-        self.counts.decoded += 1
-        return self._store(key, load_image(path, sample_id))
+    def _decode(self, path: Path, sample_id: str) -> ImageArray:
+        image = load_image(path, sample_id)
+        with self._lock:
+            self.counts.decoded += 1
+        return image
+
+    def _once(self, key: _Key, make: Callable[[], tuple[ImageArray, bool]]) -> ImageArray:
+        """key's image from memory, from the thread making it now, or made here. A reuse of a kept
+        perturbed image is counted whether it was in memory or being made, as a serial run counts it."""
+        with self._lock:
+            hit = self._lookup(key)
+            if hit is not None:
+                self._count_reuse(key)
+                return hit
+            making = self._making.get(key)
+            mine = making is None
+            if making is None:
+                making = self._making[key] = Future()
+        if not mine:
+            try:
+                image, kept = making.result()
+            except (SampleError, PerturbationError):
+                return make()[0]  # the maker's error names its sample: fail with this one's own
+            if kept:
+                with self._lock:
+                    self._count_reuse(key)
+            return image
+        try:
+            image, keep = make()
+        except BaseException as e:
+            with self._lock:
+                del self._making[key]
+            making.set_exception(e)
+            raise
+        with self._lock:
+            if keep:
+                self._store(key, image)
+            del self._making[key]
+        making.set_result((image, keep))
+        return image
+
+    def _count_reuse(self, key: _Key) -> None:
+        if key[3] is not None:  # a condition's image; the decoded file's reuse is not counted
+            self.counts.reused_memory += 1
 
     def _lookup(self, key: _Key) -> ImageArray | None:
         hit = self._items.get(key)

@@ -211,17 +211,18 @@ def swap_partners(
     return partners
 
 
-def run_batch(
-    cell: Cell,
-    model: Model,
-    positions: Sequence[int],
-    run_seed: int,
-    ctx: ExecutionContext,
-    helpers: Sequence[Model] = (),
-) -> list[Record]:
-    """Prepare and infer one batch (helpers: the cell's helper models, loaded); undecodable samples and
-    failed calls become failure records."""
-    records: list[Record] = []
+@dataclass
+class Inputs:
+    """One batch made ready for its model: the prepared samples, and failure records of the samples
+    whose inputs could not be made (an undecodable image, a blur kernel larger than the image)."""
+
+    ready: list[Prepared]
+    failed: list[Record]
+
+
+def prepare_batch(cell: Cell, positions: Sequence[int], run_seed: int, ctx: ExecutionContext) -> Inputs:
+    """Decode and perturb one batch's inputs (from any thread: the context's caches are shared)."""
+    failed: list[Record] = []
     ready: list[Prepared] = []
     partners = swap_partners(cell, run_seed, ctx.partners)
     for i in positions:
@@ -230,8 +231,14 @@ def run_batch(
         try:
             ready.append(prepare(sample, cell.dataset, cell.condition, run_seed, partner, ctx.images))
         except (SampleError, PerturbationError) as e:  # e.g. an image too small for a blur kernel
-            records.append(Record(sample.sample_id, None, error=f"input: {e}"))
-    ready = with_gallery(cell, ready, run_seed, ctx.galleries)
+            failed.append(Record(sample.sample_id, None, error=f"input: {e}"))
+    return Inputs(with_gallery(cell, ready, run_seed, ctx.galleries), failed)
+
+
+def infer_batch(cell: Cell, model: Model, inputs: Inputs, helpers: Sequence[Model] = ()) -> list[Record]:
+    """Infer one prepared batch; failed calls are isolated sample by sample into failure records."""
+    records = list(inputs.failed)
+    ready = inputs.ready
     if ready:
         t0 = time.perf_counter()
         try:
@@ -246,6 +253,19 @@ def run_batch(
     return records
 
 
+def run_batch(
+    cell: Cell,
+    model: Model,
+    positions: Sequence[int],
+    run_seed: int,
+    ctx: ExecutionContext,
+    helpers: Sequence[Model] = (),
+) -> list[Record]:
+    """Prepare and infer one batch (helpers: the cell's helper models, loaded); undecodable samples and
+    failed calls become failure records."""
+    return infer_batch(cell, model, prepare_batch(cell, positions, run_seed, ctx), helpers)
+
+
 def rerun_in_batch(
     cell: Cell,
     model: Model,
@@ -254,15 +274,20 @@ def rerun_in_batch(
     run_seed: int,
     ctx: ExecutionContext,
     helpers: Sequence[Model] = (),
+    inputs: Inputs | None = None,
 ) -> list[Record]:
-    """Records of the wanted positions of one fixed batch.
+    """Records of the wanted positions of one fixed batch (inputs: the batch prepared already, local
+    models only).
 
     A local model runs the whole batch (padding and batched kernels make an answer depend, in the last
     float bits, on its batch-mates), so a recomputed record equals a fresh run's exactly; a remote
     model answers each request alone and runs only the wanted positions."""
     local = model.info.device != "remote"
-    positions = batch if local else [i for i in batch if i in wanted]
-    records = run_batch(cell, model, positions, run_seed, ctx, helpers)
+    if inputs is not None and local:
+        records = infer_batch(cell, model, inputs, helpers)
+    else:
+        positions = batch if local else [i for i in batch if i in wanted]
+        records = run_batch(cell, model, positions, run_seed, ctx, helpers)
     ids = {cell.samples[i].sample_id for i in wanted}
     return [r for r in records if r.sample_id in ids]
 
@@ -290,11 +315,13 @@ def execute(
     strict: bool,
     quiet: bool = False,
     on_model_done: Callable[[ModelConfig, Model], None] | None = None,
+    workers: int = 1,
 ) -> ExecStats:
     """Run every batch of the plan that the store does not already hold.
 
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
-    profile it while its weights are loaded)."""
+    profile it while its weights are loaded). workers: threads that prepare a local model's next
+    batches (decode, perturb) while it runs the current one."""
     stats = ExecStats()
     # this run's images, swap partners, galleries and features (kept in the store where cheap)
     # perturbed images are kept beside the store, so a model planned after the memory moved on, or a
@@ -327,7 +354,8 @@ def execute(
             disable=quiet or total == 0,
             transient=True,
         ) as progress,
-        closing(Ahead()) as ahead,
+        closing(Ahead[list[Record]]()) as ahead,
+        closing(Ahead[Inputs](workers, "argus-inputs")) as prefetch,
     ):
         bar = progress.add_task("evaluating", total=total)
         dead: set[str] = set()  # checkpoints that failed to load here (planned from a stored model info)
@@ -362,14 +390,27 @@ def execute(
                 c, p, w = todo[j]
                 return rerun_in_batch(c, model, p, w, run_seed, ctx, helpers)
 
-            # a served model's next batches go out while this one is in flight (runner/ahead.py)
-            ahead.fill(k, window([model, *helpers], len(pos)), eligible, work)
-            sent = ahead.take(k)
+            def inputs_of(j: int) -> Inputs:
+                return prepare_batch(todo[j][0], todo[j][1], run_seed, ctx)
+
+            width = window([model, *helpers], len(pos))
+            # a served model's next batches go out while this one is in flight (runner/ahead.py); a
+            # local model's next batches are decoded and perturbed while it runs this one
+            ahead.fill(k, width, eligible, work)
+            if width == 1 and model.info.device != "remote":
+                prefetch.fill(k, workers + 1, eligible, inputs_of)
+            sent, ready = ahead.take(k), prefetch.take(k)
             if cell.key in left_out:
                 records = []
             else:
                 try:
-                    records = sent.result() if sent is not None else work(k)
+                    if sent is not None:
+                        records = sent.result()
+                    elif ready is not None:
+                        c, p, w = todo[k]
+                        records = rerun_in_batch(c, model, p, w, run_seed, ctx, helpers, ready.result())
+                    else:
+                        records = work(k)
                 except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
                     left_out.add(cell.key)
                     plan.leave_out(cell, str(e))

@@ -18,6 +18,7 @@ import json
 import os
 import struct
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -73,6 +74,13 @@ class PerturbedStore:
         self.counts = PerturbedCounts()
         self._writable = True
         self._written_bytes = 0
+        # prefetch threads read and write entries at once (runner/prefetch.py): counts and the byte
+        # budget are updated under this lock, the files themselves are written outside it
+        self._lock = threading.Lock()
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self.counts, name, getattr(self.counts, name) + 1)
 
     @staticmethod
     def key(source_digest: str, condition_id: str, seed: int) -> str:
@@ -92,10 +100,10 @@ class PerturbedStore:
             return None
         image = _decode(data)
         if image is None:
-            self.counts.corrupt += 1
+            self._count("corrupt")
             path.unlink(missing_ok=True)
             return None
-        self.counts.read += 1
+        self._count("read")
         return image
 
     def put(self, key: str, image: ImageArray) -> None:
@@ -106,9 +114,11 @@ class PerturbedStore:
         pixels = np.ascontiguousarray(image, dtype=np.uint8)
         h, w, c = pixels.shape
         body = pixels.tobytes()
-        if self._written_bytes + len(body) > self.max_bytes:
-            self.counts.over_budget += 1  # computed again by a later model: slower, never wrong
-            return
+        with self._lock:
+            if self._written_bytes + len(body) > self.max_bytes:
+                self.counts.over_budget += 1  # computed again by a later model: slower, never wrong
+                return
+            self._written_bytes += len(body)  # reserved now, so threads writing at once keep the budget
         data = _HEADER.pack(_MAGIC, h, w, c, _digest(body)) + body
         path = self._path(key)
         tmp: str | None = None
@@ -119,11 +129,14 @@ class PerturbedStore:
                 f.write(data)
             os.replace(tmp, path)
             tmp = None
-            self.counts.written += 1
-            self._written_bytes += len(body)
+            self._count("written")
         except OSError as e:
-            self._writable = False
-            self.counts.write_failed += 1
+            with self._lock:
+                first, self._writable = self._writable, False
+                self.counts.write_failed += 1
+                self._written_bytes -= len(body)
+            if not first:
+                return
             note = (
                 f"perturbed images are no longer kept in {self.root} ({e.strerror or e}); "
                 "the run goes on computing them, and a rerun computes them again"

@@ -158,7 +158,7 @@ def run(
     prepare_out_dir(out_dir)
     # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)
     pool = ModelPool(loader, PARK_BYTES if cfg.efficiency.enabled else 0)
-    threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads)
+    threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads, workers=cfg.workers)
     with Store(out_dir / "store.sqlite") as store, using(threads) as torch_threads:
         pool.on_load = torch_threads.ensure  # set when a local model first loads torch, never before
         try:
@@ -171,7 +171,14 @@ def run(
             Registry.freeze_loaded()  # under the console command: nothing registers while it runs
             t_exec = time.perf_counter()
             request = ExecutionRequest(
-                plan, store, pool, cfg.seed, strict, quiet, options=cfg.executor_options
+                plan,
+                store,
+                pool,
+                cfg.seed,
+                strict,
+                quiet,
+                options=cfg.executor_options,
+                workers=threads.workers,
             )
             stats = executor(request)
             require_cells(plan)  # every cell may have been left out at run time (inputs missing)

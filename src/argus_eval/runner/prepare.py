@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from argus_eval.data.paths import image_inside_root
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import SampleError
 from argus_eval.perturb.conditions import Condition, derive_seed
@@ -36,7 +35,7 @@ def prepare(
                 )
             shown = partner
         seed = derive_seed(run_seed, sample.sample_id, condition.id)
-        image = cache.get(image_inside_root(dataset, shown), shown.sample_id, condition, seed)
+        image = cache.get(cache.inside(dataset, shown), shown.sample_id, condition, seed)
     texts = sample_texts(sample, condition, run_seed)
     question = sample.question
     if question is not None:

@@ -135,6 +135,11 @@ def available_cores(root: Path = CGROUP_ROOT, proc_cgroup: Path = Path("/proc/se
     )
 
 
+# Input workers by default: decoding and corrupting release the GIL, so each core can take one, but past
+# 8 the model's own thread, not the inputs, sets the pace of a batch of 32.
+MAX_INPUT_WORKERS = 8
+
+
 @dataclass(frozen=True)
 class ThreadPlan:
     """torch's threads for a run, from the cores found and the config's requests."""
@@ -145,6 +150,7 @@ class ThreadPlan:
     requested: int | None
     timing: int | None  # torch threads while timing (efficiency.cpu_threads, clipped); None: intra_op
     notes: tuple[str, ...] = ()  # the requests that were clipped, and to what
+    workers: int = 1  # threads preparing the next batches' inputs (runner/prefetch.py)
 
     def to_json(self) -> dict[str, object]:
         """The manifest's record: cores found and from where, threads chosen, the OpenMP wait policy."""
@@ -157,6 +163,7 @@ class ThreadPlan:
             "intra_op_threads": self.intra_op,
             "inter_op_threads": self.inter_op,
             "timing_threads": self.timing,
+            "input_workers": self.workers,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "kmp_blocktime": os.environ.get("KMP_BLOCKTIME"),
         }
@@ -178,14 +185,24 @@ def fit(requested: int | None, cores: Cores, key: str, workers: int = 1) -> tupl
     )
 
 
-def plan_threads(requested: int | None, timing: int | None = None, cores: Cores | None = None) -> ThreadPlan:
+def plan_threads(
+    requested: int | None,
+    timing: int | None = None,
+    cores: Cores | None = None,
+    workers: int | None = None,
+) -> ThreadPlan:
     """The run's torch threads: `requested` (the config's threads) and `timing` (efficiency.cpu_threads)
-    clipped to the available cores."""
+    clipped to the available cores, and its input workers (`workers`, or one per core up to
+    MAX_INPUT_WORKERS)."""
     cores = cores or available_cores()
     intra, note = fit(requested, cores, "threads")
     timed, timing_note = (None, None) if timing is None else fit(timing, cores, "efficiency.cpu_threads")
-    notes = tuple(n for n in (note, timing_note) if n is not None)
-    return ThreadPlan(cores, intra, 1, requested, timed, notes)
+    if workers is None:
+        inputs, workers_note = min(cores.count, MAX_INPUT_WORKERS), None
+    else:
+        inputs, workers_note = fit(workers, cores, "workers")
+    notes = tuple(n for n in (note, timing_note, workers_note) if n is not None)
+    return ThreadPlan(cores, intra, 1, requested, timed, notes, inputs)
 
 
 class TorchThreads:
