@@ -20,6 +20,7 @@ from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.execution import ExecutionRequest
 from argus_eval.runner.executors import EXECUTORS
+from argus_eval.runner.gc_pause import building_long_lived, thawed_after
 from argus_eval.runner.judge_results import judges_block
 from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups
 from argus_eval.runner.local import LOAD_ERRORS, PARK_BYTES, ExecStats, ModelPool
@@ -159,10 +160,15 @@ def run(
     # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)
     pool = ModelPool(loader, PARK_BYTES if cfg.efficiency.enabled else 0)
     threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads, workers=cfg.workers)
-    with Store(out_dir / "store.sqlite") as store, using(threads) as torch_threads:
+    with (
+        Store(out_dir / "store.sqlite") as store,
+        using(threads) as torch_threads,
+        thawed_after(),
+    ):
         pool.on_load = torch_threads.ensure  # set when a local model first loads torch, never before
         try:
-            plan = plan_run(cfg, store, pool, strict)
+            with building_long_lived():  # the datasets' samples: out of every later collection
+                plan = plan_run(cfg, store, pool, strict)
             plan.retry_failed = retry_failed
             require_cells(plan)
             for task in {id(c.task): c.task for c in plan.cells}.values():
@@ -192,7 +198,8 @@ def run(
             stats.forward_calls = pool.forward_calls + stats.remote_forward_calls
         finally:
             pool.close()
-        scored = score_cells(plan, store)
+        with building_long_lived():  # every cell's records, held until the results are written
+            scored = score_cells(plan, store)
     with writing(out_dir / "samples.jsonl"):
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
     with writing(out_dir / "skipped.jsonl"):
