@@ -306,6 +306,15 @@ def main() -> None:
         rows.extend(task_rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if args.sleep_ms == 0:
+        # the dry run's estimate on this machine (runner/harness_cost.py): the largest size per task
+        from argus_eval.runner.harness_cost import CALIBRATION, write_calibration
+
+        largest = {r["task"]: r for r in rows}
+        per = {t: r["wall_s"] * 1000 / max(r["records"], 1) for t, r in largest.items()}
+        size = "quick sizes" if args.quick else "full sizes"
+        write_calibration(per, f"bench_scale ({size}, {time.strftime('%Y-%m-%d')})")
+        print(f"harness cost per record written to {CALIBRATION}: " + json.dumps(per))
 
 
 if __name__ == "__main__":

@@ -39,3 +39,24 @@ def test_served_requests_local_batches_and_clean_only_corruptions(tmp_path: Path
     assert served == {"records": 24, "batches": 0, "requests": 24, "judged": 0}  # 12 questions x 2 conditions
     assert local == {"records": 24, "batches": 2 * math.ceil(12 / 5), "requests": 0, "judged": 0}
     assert cost["total"]["corruptions"] == 0  # a text perturbation shows the image as it is
+
+
+def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tmp_path: Path) -> None:
+    import json
+
+    from argus_eval.runner.harness_cost import estimate, write_calibration
+
+    path = tmp_path / "harness_cost.json"
+    assert estimate({"reasoning": 10}, path) is None  # no calibration: no estimate
+    write_calibration({"reasoning": 0.5}, "bench_scale (test)", path)
+    write_calibration({"retrieval": 4.0}, "bench_scale (test)", path)  # the reasoning figure is kept
+    found = estimate({"reasoning": 150_000, "retrieval": 5_000, "captioning": 7}, path)
+    assert found is not None
+    assert found.seconds == 150_000 * 0.5 / 1000 + 5_000 * 4.0 / 1000
+    assert found.uncovered == {"captioning": 7} and found.to_json()["estimate"] is True
+    other = json.loads(path.read_text())
+    other["machine"]["logical_cores"] = -1  # measured on another machine: not used here
+    path.write_text(json.dumps(other))
+    assert estimate({"reasoning": 10}, path) is None
+    path.write_text("{not json")
+    assert estimate({"reasoning": 10}, path) is None

@@ -15,6 +15,7 @@ from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
 from argus_eval.runner.dryrun_cost import RunCost
+from argus_eval.runner.harness_cost import HarnessEstimate, estimate
 
 # Exit status of a run that completed and wrote everything, but in which more than --max-failed of a
 # model's samples failed or did not run (bad input and fatal errors exit 2).
@@ -238,6 +239,21 @@ def cost_table(cost: RunCost) -> Table:
     return table
 
 
+def estimate_line(found: HarnessEstimate | None) -> str:
+    """The dry run's time estimate, marked as one, with how it was made (or why there is none)."""
+    if found is None:
+        return (
+            "estimate: none for this machine yet; `python benchmarks/bench_scale.py` measures the "
+            "harness cost per record here and the dry run uses it"
+        )
+    left = f"; not covered: {found.uncovered}" if found.uncovered else ""
+    return (
+        f"estimate (harness only, this machine): {found.seconds / 60:.1f} min, from the harness cost per "
+        f"record that {found.how} measured; each model's forward time comes on top (`argus profile` "
+        f"measures it){left}"
+    )
+
+
 def dry_run_plan(
     cfg_path: Path, console: Console, as_json: bool, overrides: dict[str, Any] | None = None
 ) -> None:
@@ -245,8 +261,10 @@ def dry_run_plan(
     from argus_eval.runner.dryrun import describe_plan
 
     rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
+    found = estimate(cost.records_by_task)
     if as_json:
-        out = {"cells": rows, "skipped": skipped, "blind_baselines": baselines, "cost": cost.to_json()}
+        priced = {**cost.to_json(), "estimate": None if found is None else found.to_json()}
+        out = {"cells": rows, "skipped": skipped, "blind_baselines": baselines, "cost": priced}
         sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
         return
     table = Table(title=f"plan of {cfg_path}")
@@ -273,6 +291,7 @@ def dry_run_plan(
         )  # fmt: skip
     console.print(table)
     console.print(cost_table(cost))
+    console.print(estimate_line(found), markup=False, highlight=False)
     for s in skipped:
         who = f"{s.get('model', '?')} / {s.get('task', '?')}"
         console.print(f"left out: {who}: {s['reason']}", markup=False, highlight=False)

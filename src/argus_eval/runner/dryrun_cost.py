@@ -33,6 +33,7 @@ class RunCost:
     models: dict[str, ModelCost] = field(default_factory=dict)
     corruptions: int = 0
     region_extractions: int = 0
+    records_by_task: dict[str, int] = field(default_factory=dict)  # for the time estimate
 
     def to_json(self) -> dict[str, Any]:
         """The cost as the dry run's JSON gives it."""
@@ -63,6 +64,7 @@ def run_cost(
         mc = cost.models.setdefault(c.model.name, ModelCost())
         n = len(c.samples)
         mc.records += n
+        cost.records_by_task[c.task.name] = cost.records_by_task.get(c.task.name, 0) + n
         calls = c.protocol.cost(c.samples)
         if served(c.model):
             mc.requests += calls
