@@ -10,6 +10,9 @@ level at 1/28 instead of 1/8.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+
 from argus_eval.data.clevr.vocab import ATTRIBUTES, MAX_COUNT, VALUES
 from argus_eval.data.types import Sample
 
@@ -41,6 +44,25 @@ def answer_type(sample: Sample) -> str | None:
     if isinstance(explicit, str) and explicit:
         return explicit
     return FUNCTION_TYPES.get(str(sample.metadata.get("question_type", "")))
+
+
+_NUMBER_WORDS = frozenset(
+    {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+)
+
+
+def vqa_answer_type(answers: Sequence[str]) -> str:
+    """The answer type VQA v2 gives a question, from its gold answers: that of the most common one
+    (first of the most common, as listed), "yes/no" for yes or no, "number" for a whole number (digits or
+    a number word), else "other". For layouts that carry no answer type (a VLMEvalKit TSV), so that the
+    same questions get the same type, and the same answer-format rate, in every layout."""
+    words = [a.strip().lower().rstrip(".").strip() for a in answers]
+    top = Counter(words).most_common(1)[0][0] if words else ""
+    if top in YES_NO:
+        return "yes/no"
+    if top.isdigit() or top in _NUMBER_WORDS:
+        return "number"
+    return "other"
 
 
 def typed_candidates(sample: Sample, vocab: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,9 +1,19 @@
 """Reasoning scores: official VQA v2 accuracy, CLEVR exact match, per-group accuracy and VCR Q->A/QA->R/Q->AR.
 
-VQA follows the official evaluation (GT-Vision-Lab vqaEval.py): the prediction is always normalised
-(punctuation, number words to digits, articles, contractions); gold answers are used as stored, except that
-punctuation is processed when the annotators disagree; accuracy is the mean over the leave-one-out subsets
-of min(1, matches / 3).
+VQA accuracy is the mean over the leave-one-out subsets of the annotators' answers of min(1, matches / 3),
+the prediction normalised (punctuation, number words to digits, articles, contractions). Two releases of
+the official evaluation differ in what they do to the gold answers (``VQA_RELEASES``):
+
+- ``"current"`` (the default): the VQA Challenge's evaluation as EvalAI runs it and as lmms-eval's vqav2
+  task and VLMEvalKit reproduce it. Gold answers have newlines and tabs made spaces and are stripped; when
+  the annotators disagree, each gold answer and the prediction are also normalised (punctuation, then
+  digits, articles and contractions, lower case). So "No " matches "no" when another annotator said "yes".
+- ``"2017"``: the GT-Vision-Lab vqaEval.py of the 2017 release. Gold answers are used as stored, except
+  that punctuation is processed when the annotators disagree; they are never lowercased or stripped.
+
+Where every annotator gave the same answer, both releases compare it as stored (stripped, in the current
+one) with the normalised prediction; official annotations are lower case, so this matters only for data
+typed by hand.
 """
 
 from __future__ import annotations
@@ -104,17 +114,38 @@ def normalize_answer(s: str) -> str:
     return _process_digit_article(_process_punctuation(s))
 
 
-def vqa_accuracy(prediction: str, answers: Sequence[str]) -> float:
-    """Official VQA v2 accuracy of one prediction against the annotators' answers (normally 10).
+VQA_RELEASES = ("current", "2017")
+
+
+def _gold_2017(pred: str, answers: Sequence[str]) -> tuple[str, list[str]]:
+    gold = list(answers)
+    if len(set(gold)) > 1:
+        gold = [_process_punctuation(a) for a in gold]
+    return pred, gold
+
+
+def _gold_current(pred: str, answers: Sequence[str]) -> tuple[str, list[str]]:
+    gold = [a.replace("\n", " ").replace("\t", " ").strip() for a in answers]
+    if len(set(gold)) > 1:
+        gold = [_process_digit_article(_process_punctuation(a)) for a in gold]
+        pred = _process_digit_article(_process_punctuation(pred))
+    return pred, gold
+
+
+_RELEASE_GOLD = {"current": _gold_current, "2017": _gold_2017}
+
+
+def vqa_accuracy(prediction: str, answers: Sequence[str], release: str = "current") -> float:
+    """Official VQA v2 accuracy of one prediction against the annotators' answers (normally 10), under
+    one release of the official evaluation (module docstring; ``VQA_RELEASES``).
 
     acc = mean over i of min(1, #{j != i : answers[j] == pred} / 3).
     """
     if not answers:
         raise MetricError("vqa_accuracy got no gold answers; pass the question's annotator answers")
-    pred = normalize_answer(prediction)
-    gold = list(answers)
-    if len(set(gold)) > 1:
-        gold = [_process_punctuation(a) for a in gold]
+    if release not in _RELEASE_GOLD:
+        raise MetricError(f"unknown VQA release {release!r}; use one of {', '.join(VQA_RELEASES)}")
+    pred, gold = _RELEASE_GOLD[release](normalize_answer(prediction), answers)
     total = 0.0
     for i in range(len(gold)):
         matches = sum(1 for j, a in enumerate(gold) if j != i and a == pred)

@@ -125,7 +125,7 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     """Finalize every cell of the plan from its stored records; a cell whose records are those of an
     earlier scoring reads its result and finish rows from the store instead (keep_scored)."""
     raw = {cell.key: store.raw_rows(cell.key) for cell in plan.cells}
-    digests = {key: record_hash(key, rows) for key, rows in raw.items()}
+    digests = {c.key: record_hash(c.key + c.task.scoring_hash(), raw[c.key]) for c in plan.cells}
     kept = store.get_scored([f"{kind}:{d}" for d in digests.values() for kind in ("cell", "rows")])
     records = {c.key: _OkRecords(c, store, raw[c.key]) for c in plan.cells}
     # the cells to finalize now (no kept result), shown to their task all together first

@@ -220,6 +220,9 @@ class Task(ABC):
     # What a condition may change in what this task sends to a model; each condition's kind decides from
     # these whether it applies (perturb/kinds.py). Captioning's texts are references, not inputs.
     perturbable_inputs: ClassVar[frozenset[str]] = frozenset({"image", "text"})
+    # Options that change how answers are scored, never the answers: out of the request hash (the
+    # records stay valid), in the scoring hash (kept scored parts do not).
+    scoring_options: ClassVar[frozenset[str]] = frozenset()
     image_controls: ClassVar[bool] = False  # whether the image-reliance controls (blank, swap) apply
 
     def __init__(self, options: TaskOptions | None = None) -> None:
@@ -246,8 +249,15 @@ class Task(ABC):
     def request_hash(self, protocol: ProtocolChoice) -> str:
         """Hash of everything about the request that changes a model's answer (prompt, options). A judge
         (tasks/judge.py) scores answers without changing them: its own fingerprint keys its verdicts."""
+        exclude = {"judge", *self.scoring_options}
+        return fingerprint_of(self.name, protocol.name, self.options.model_dump(mode="json", exclude=exclude))
+
+    def scoring_hash(self) -> str:
+        """Hash of the options that change only how stored answers are scored ("" when there are none)."""
+        if not self.scoring_options:
+            return ""
         return fingerprint_of(
-            self.name, protocol.name, self.options.model_dump(mode="json", exclude={"judge"})
+            self.name, self.options.model_dump(mode="json", include=set(self.scoring_options))
         )
 
     def accepts(self, condition: Condition | str) -> bool:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, StrictInt
+from pydantic import BeforeValidator, Field, StrictInt
 
 from argus_eval.data.answer_types import answer_type, typed_candidates
 from argus_eval.data.blind import baseline_source, blind_answers
@@ -39,6 +39,11 @@ from argus_eval.tasks.records import Record
 LETTERS = string.ascii_uppercase
 
 
+def _release_name(value: object) -> object:
+    """YAML reads `vqa_release: 2017` as a number; the release is named by its text."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class ReasoningOptions(TaskOptions):
     name: str = "reasoning"
     prompt: str = Field(
@@ -62,6 +67,12 @@ class ReasoningOptions(TaskOptions):
     max_new_tokens: StrictInt = Field(default=8, ge=1)
     vqa_min_answers: StrictInt = Field(
         default=3, ge=2, description="Items with this many gold answers use VQA accuracy."
+    )
+    vqa_release: Annotated[Literal["current", "2017"], BeforeValidator(_release_name)] = Field(
+        default="current",
+        description="Which official VQA evaluation scores them: 'current' (the VQA Challenge's, as "
+        "lmms-eval and VLMEvalKit compute it: gold answers stripped and, where annotators disagree, "
+        "normalised) or '2017' (GT-Vision-Lab's 2017 vqaEval.py: gold answers as stored).",
     )
     judge: JudgeOptions | None = Field(
         default=None, description="A judge model scoring open answers beside exact match (tasks/judge.py)."
@@ -93,6 +104,7 @@ class ReasoningTask(Task):
     name = "reasoning"
     options_model = ReasoningOptions
     options: ReasoningOptions
+    scoring_options = frozenset({"vqa_release"})
     image_controls = True
 
     def __init__(self, options: TaskOptions | None = None) -> None:
@@ -204,7 +216,7 @@ class ReasoningTask(Task):
         if sample.choices and sample.answer_index is not None:
             return float(answer == sample.choices[sample.answer_index])
         if len(sample.answers) >= self.options.vqa_min_answers:
-            return vqa_accuracy(answer, sample.answers)
+            return vqa_accuracy(answer, sample.answers, self.options.vqa_release)
         return float(any(exact_match(answer, a) for a in sample.answers))
 
     def judge_item(self, sample: Sample, output: dict[str, Any]) -> JudgeItem | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import Field
 
+from argus_eval.data.answer_types import vqa_answer_type
 from argus_eval.data.formats import DatasetOptions, FormatSpec, LoadContext
 from argus_eval.data.loaders._common import Ids, Skips, clean_text, counts, limit_each_kind
 from argus_eval.data.loaders.embedded import EmbeddedImages
@@ -134,6 +135,8 @@ def _sample(cells: dict[str, str], path: Path, label: str, skips: Skips) -> Samp
     answers = tuple(a for a in kept if a is not None)
     if not answers:
         return None
+    # A TSV has no answer-type column: typed as VQA types it, as the official layout would be.
+    meta["answer_type"] = cells.get("answer_type", "").strip() or vqa_answer_type(answers)
     return Sample(f"q/{idx}", None, question=question, answers=answers, metadata=meta)
 
 
