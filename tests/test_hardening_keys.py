@@ -185,11 +185,12 @@ TASK_CHANGES: dict[str, dict[str, Any]] = {
 
 
 # Task options that never change a model's answer, so they stay out of the request hash: the judge
-# (tasks/judge.py) reads answers after the fact, and its own fingerprint keys its verdicts (test_judge.py).
+# (tasks/judge.py) reads answers after the fact, and its own fingerprint keys its verdicts (test_judge.py);
+# the VQA release only rescores stored answers, and keys the kept scored parts (Task.scoring_hash).
 NOT_IN_REQUEST: dict[str, dict[str, Any]] = {
     "retrieval": {},
     "captioning": {"judge": {"model": "zoo:gemma3"}},
-    "reasoning": {"judge": {"model": "zoo:gemma3"}},
+    "reasoning": {"judge": {"model": "zoo:gemma3"}, "vqa_release": "2017"},
 }
 
 

@@ -3,6 +3,10 @@
 The cell key names model, task, dataset annotations and condition. A record also depends on its image
 file (and a swap partner's) and, for seeded conditions, on the run seed; a stamp digests those, and a
 record whose stamp differs from the current one is recomputed (and counted) instead of served.
+
+An image enters its stamp by its content's digest, never its path or modification time, so a run folder
+and its data copied elsewhere (new absolute paths, new times) rerun with no model call. Each file is
+read for it once per process (memoised on path, size and mtime; models/fingerprint.file_digest).
 """
 
 from __future__ import annotations
@@ -12,21 +16,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from argus_eval.data.types import Sample, fingerprint_of
+from argus_eval.models.fingerprint import file_digest
 from argus_eval.runner.plan import Cell
 from argus_eval.runner.store import Store
 
+# (path, size, mtime) -> content digest: a stat per sample and cell, as before, and a read per file
+_digests: dict[tuple[str, int, int], str] = {}
 
-def _file_stamp(path: Path) -> tuple[int, int]:
+
+def _file_stamp(path: Path) -> str | None:
     try:
         st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        hit = _digests.get(key)
+        if hit is None:
+            hit = _digests[key] = file_digest(path)
     except OSError:
-        return (-1, -1)  # missing or unreadable: prepare() names it; a later fix changes the stamp
-    return (st.st_size, st.st_mtime_ns)
+        return None  # missing or unreadable: prepare() names it; a later fix changes the stamp
+    return hit
 
 
 def input_stamps(cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> dict[str, str]:
-    """sample id -> digest of its image file's size and mtime, its swap partner's, and the run seed
-    when the condition uses it."""
+    """sample id -> digest of its image file's content, its swap partner's, and the run seed when the
+    condition uses it."""
     seed = run_seed if cell.condition.uses_seed else None
     out: dict[str, str] = {}
     for s in cell.samples:
