@@ -7,7 +7,9 @@ uses, and they equal the whole matrix's entries: the BLAS float64 product of a b
 same rows of the whole product in the last float64 bit (the kernel treats a block's edge rows and each
 thread's share differently; the whole product itself changes that way with the BLAS thread count), and
 rounding to float32 hides such a difference unless the float64 value lies within a bit of a float32
-rounding midpoint (measured: no float32 difference in 125 million scores, tests compare bit for bit).
+rounding midpoint. Measured: 5,000 x 25,000 x 512 in default blocks, no float64 difference at all;
+300 x 1,500 x 512 in blocks of 2 to 100 rows, 0.02-0.2% of float64 entries differ, none in float32;
+the tests compare bit for bit.
 A one-row product goes through gemv, which sums in another order altogether, so a single row is
 multiplied as two copies of itself; nothing is computed over text subsets.
 
