@@ -258,3 +258,50 @@ def test_positives_from_metadata_equal_a_pair_by_pair_truth() -> None:
             t += 1
     got = _positives(kept, index, kept_t2i)
     assert got.shape == want.shape and (got.toarray() == want).all()
+
+
+def _counting_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = retrieval_chunked._block
+
+    def counted(a: np.ndarray, b: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        calls.append(r0)
+        return real(a, b, r0, r1)
+
+    monkeypatch.setattr(retrieval_chunked, "_block", counted)
+    return calls
+
+
+def test_one_pass_when_brackets_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_blocks(monkeypatch)
+    img, txt, t2i, pos = _tied_data(6, 30, 4, 8)
+    got = embedding_ranks(img, txt, t2i, pos, rows_per_block=7)
+    assert len(calls) == 5  # ceil(30 / 7) blocks, each computed once
+    ri, rt = retrieval_ranks(similarity(img, txt), t2i, pos)
+    assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)
+
+
+def test_second_pass_when_too_many_scores_inside_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_blocks(monkeypatch)
+    monkeypatch.setattr(retrieval_chunked, "_BAND_LIMIT", 0)
+    img, txt, t2i, pos = _tied_data(7, 30, 4, 8)
+    got = embedding_ranks(img, txt, t2i, pos, rows_per_block=7)
+    assert len(calls) == 10
+    ri, rt = retrieval_ranks(similarity(img, txt), t2i, pos)
+    assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)
+
+
+def test_second_pass_when_a_bracket_misses_the_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Brackets that hold no best score: the exact second pass must still give the dense ranks.
+    calls = _counting_blocks(monkeypatch)
+    img, txt, t2i = _float_data(8, 30, 4, 16)
+
+    def wrong(a: np.ndarray, b: np.ndarray, pos_i: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.full(b.shape[0], 1e6, dtype=np.float32)
+        return lo, lo
+
+    monkeypatch.setattr(retrieval_chunked, "_brackets", wrong)
+    got = embedding_ranks(img, txt, t2i, rows_per_block=7)
+    assert len(calls) == 10
+    ri, rt = retrieval_ranks(similarity(img, txt), t2i)
+    assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)

@@ -14,10 +14,12 @@ A one-row product goes through gemv, which sums in another order altogether, so 
 multiplied as two copies of itself; nothing is computed over text subsets.
 
 A text's rank needs its best positive score before images are counted against it, and its positives
-can lie in any block, so the blocks are computed twice (same shapes, same product, same bits): the first
-pass takes image ranks, top texts and the positive pairs' scores from the blocks themselves (a separate
-per-pair dot product could differ from the block's entry); the second counts, per text, the images
-scoring at or above its best positive.
+can lie in any block. So one pass takes image ranks, top texts and the positive pairs' exact scores, and
+counts images against a bracket [low, high] of each text's best positive, from the pairs' dot products
+summed in another order (within a few float32 ulps): a score above high is counted, one below low is
+not, and the few inside are kept and compared once the exact best is known. When some exact best falls
+outside its bracket, or too many scores fall inside (massive ties), the blocks are computed a second
+time and counted against the exact bests: the result is exact either way.
 Conventions (tie rule, positives) are those of `argus_eval.metrics.retrieval`.
 """
 
@@ -34,6 +36,10 @@ from argus_eval.metrics.retrieval import check_finite, positive_matrix, require_
 
 # Elements of one float64 block (256 MiB); its float32 copy and comparison masks come on top.
 _BLOCK_ELEMENTS = 1 << 25
+# Most scores kept inside the brackets (8 bytes each) before falling back to a second pass.
+_BAND_LIMIT = 1 << 24
+# Positive pairs whose products are held at once while bracketing.
+_PAIR_STEP = 8192
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,10 @@ def embedding_ranks(
         require_positives(pos_i, "image")
         require_positives(pos_t, "text")
 
+    low, high = _brackets(a, b, pos_i)
+    ge_t = np.zeros(n_texts, dtype=np.int64)  # scores above high: at or above the best for sure
+    band: tuple[list[NDArray[np.intp]], list[NDArray[np.float32]]] | None = ([], [])
+    kept = 0
     i2t = np.empty(n_images, dtype=np.int64)
     top = np.empty(n_images, dtype=np.int64)
     pos_vals = np.empty(pos_i.nnz, dtype=np.float32)  # score of each positive pair, in pos_i order
@@ -119,13 +129,60 @@ def embedding_ranks(
         at_best = np.add.reduceat((vals >= best[local]).astype(np.int64), pos_i.indptr[r0:r1] - p0)
         i2t[r0:r1] = np.count_nonzero(blk >= best[:, None], axis=1) - at_best
         top[r0:r1] = np.argmax(blk, axis=1)
+        above = blk > high[None, :]
+        ge_t += np.count_nonzero(above, axis=0)
+        if band is not None:
+            near = blk >= low[None, :]
+            near &= ~above
+            r, c = np.nonzero(near)
+            kept += r.size
+            if kept > _BAND_LIMIT:
+                band = None  # massive ties: count in a second pass instead of keeping them all
+            else:
+                band[0].append(c)
+                band[1].append(blk[r, c])
 
     cols = pos_i.indices
     best_t = np.full(n_texts, -np.inf, dtype=np.float32)
     np.maximum.at(best_t, cols, pos_vals)
     at_best_t = np.bincount(cols[pos_vals >= best_t[cols]], minlength=n_texts).astype(np.int64)
-    ge_t = np.zeros(n_texts, dtype=np.int64)
-    for r0 in starts:
-        blk = _block(a, b, r0, min(r0 + step, n_images))
-        ge_t += np.count_nonzero(blk >= best_t[None, :], axis=0)
+    inside = low <= best_t
+    inside &= best_t <= high
+    if band is not None and bool(inside.all()):
+        band_cols, band_vals = np.concatenate(band[0]), np.concatenate(band[1])
+        ge_t += np.bincount(band_cols[band_vals >= best_t[band_cols]], minlength=n_texts)
+    else:
+        ge_t = np.zeros(n_texts, dtype=np.int64)
+        for r0 in starts:
+            blk = _block(a, b, r0, min(r0 + step, n_images))
+            ge_t += np.count_nonzero(blk >= best_t[None, :], axis=0)
     return EmbeddingRanks(i2t=i2t, t2i=ge_t - at_best_t, top_text=top)
+
+
+def _brackets(
+    a: NDArray[np.float64], b: NDArray[np.float64], pos_i: sp.csr_matrix
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Per text, float32 bounds meant to hold its best positive score (checked by the caller).
+
+    Each positive pair's dot product is summed here in another order than gemm's, so it is off by
+    about 2**-52 times the sum of |products|; rounding to float32 adds an ulp. The bounds allow both."""
+    n_texts = b.shape[0]
+    rows = np.repeat(np.arange(a.shape[0]), np.diff(pos_i.indptr))
+    cols = pos_i.indices
+    approx = np.empty(cols.size, dtype=np.float64)
+    mag = np.empty(cols.size, dtype=np.float64)
+    for s in range(0, cols.size, _PAIR_STEP):
+        prod = a[rows[s : s + _PAIR_STEP]] * b[cols[s : s + _PAIR_STEP]]
+        approx[s : s + _PAIR_STEP] = prod.sum(axis=1)
+        mag[s : s + _PAIR_STEP] = np.abs(prod).sum(axis=1)
+    tol = mag * 2.0**-40 + 2.0 * np.spacing(np.abs(approx).astype(np.float32)).astype(np.float64)
+    best = np.full(n_texts, -np.inf)
+    tol_t = np.zeros(n_texts)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN vectors: the finite check names them
+        np.maximum.at(best, cols, approx)
+        np.maximum.at(tol_t, cols, tol)
+        lo64, hi64 = best - tol_t, best + tol_t
+        low, high = lo64.astype(np.float32), hi64.astype(np.float32)
+        low = np.where(low > lo64, np.nextafter(low, np.float32(-np.inf)), low)
+        high = np.where(high < hi64, np.nextafter(high, np.float32(np.inf)), high)
+    return low, high
