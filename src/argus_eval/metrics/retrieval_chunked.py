@@ -36,7 +36,7 @@ from argus_eval.metrics.retrieval import check_finite, positive_matrix, require_
 
 # Elements of one float64 block (256 MiB); its float32 copy and comparison masks come on top.
 _BLOCK_ELEMENTS = 1 << 25
-# Most scores kept inside the brackets (8 bytes each) before falling back to a second pass.
+# Most scores kept inside the brackets (12 bytes each, 192 MiB) before falling back to a second pass.
 _BAND_LIMIT = 1 << 24
 # Positive pairs whose products are held at once while bracketing.
 _PAIR_STEP = 8192
@@ -134,11 +134,11 @@ def embedding_ranks(
         if band is not None:
             near = blk >= low[None, :]
             near &= ~above
-            r, c = np.nonzero(near)
-            kept += r.size
-            if kept > _BAND_LIMIT:
+            kept += int(np.count_nonzero(near))
+            if kept > _BAND_LIMIT:  # counted before np.nonzero, whose indices would cost 16 bytes each
                 band = None  # massive ties: count in a second pass instead of keeping them all
             else:
+                r, c = np.nonzero(near)
                 band[0].append(c)
                 band[1].append(blk[r, c])
 
