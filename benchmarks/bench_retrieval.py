@@ -4,7 +4,7 @@ Prints the time of argus_eval's chunked recall_at_k and, as the reference measur
 plain full-argsort implementation (CLIP_benchmark style), with the speed ratio. Target: under 2 s.
 
 --finalize instead times retrieval scoring from random 512-d float32 embeddings, each way in a fresh
-subprocess (wall seconds, peak RSS from getrusage, and RSS once the embeddings exist): 'dense' is the
+subprocess (wall and CPU seconds, peak RSS from getrusage, and RSS once the embeddings exist): 'dense' is the
 whole float64 then float32 matrix, ranked and argmaxed (the computation finalize did before issue 37),
 'task' is RetrievalTask.finalize on embedding records (block by block). Both ways' recalls, mean and median
 ranks and top texts must be equal. Target: under 10 s, peak under 1 GB above one block.
@@ -64,7 +64,7 @@ def _finalize_child(mode: str, n_img: int, per: int, dim: int, out: Path) -> Non
         for i, s in enumerate(samples)
     }
     base = _rss_mib()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if mode == "dense":
         sim = similarity(img, txt)
         ri, rt = retrieval_ranks(sim, t2i)
@@ -79,9 +79,12 @@ def _finalize_child(mode: str, n_img: int, per: int, dim: int, out: Path) -> Non
         m = res.metrics
         got = [m[f"{d}_R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10)]
         got += [m[f"{d}_{w}_rank"] - 1.0 for w in ("mean", "median") for d in ("i2t", "t2i")]
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     np.savez(out, metrics=np.array(got), top=top)
-    print(f"{mode:5s} {wall:6.2f} s  peak RSS {_rss_mib():7.0f} MiB  (embeddings ready: {base:.0f} MiB)")
+    print(
+        f"{mode:5s} {wall:6.2f} s wall, {cpu:6.2f} s CPU  peak RSS {_rss_mib():7.0f} MiB  "
+        f"(embeddings ready: {base:.0f} MiB)"
+    )
 
 
 def _finalize(n_img: int, per: int, dim: int) -> None:
