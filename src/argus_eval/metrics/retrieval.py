@@ -49,7 +49,7 @@ def _as_similarity(similarity: ArrayLike) -> NDArray[np.floating]:
     return sim
 
 
-def _positive_matrix(
+def positive_matrix(
     text_to_image: ArrayLike, positives: ArrayLike | sp.spmatrix | sp.sparray | None, shape: tuple[int, int]
 ) -> sp.csr_matrix:
     """Ground truth as a boolean CSR matrix of shape (n_texts, n_images)."""
@@ -79,6 +79,18 @@ def _positive_matrix(
     return sp.csr_matrix((data, (np.arange(n_texts), t2i)), shape=(n_texts, n_images))
 
 
+def require_positives(pos: sp.csr_matrix, what: str) -> NDArray[np.intp]:
+    """Positives per query of (n_queries, n_candidates) truth; MetricError naming a query with none."""
+    counts: NDArray[np.intp] = np.diff(pos.indptr)
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        raise MetricError(
+            f"{what} {empty[0]} has no positive; every query needs at least one true match "
+            "(check text_to_image / positives)"
+        )
+    return counts
+
+
 def _best_positive(
     sim: NDArray[np.floating], pos: sp.csr_matrix, query_axis: int, what: str
 ) -> tuple[NDArray[np.floating], NDArray[np.int64]]:
@@ -86,13 +98,7 @@ def _best_positive(
 
     pos is (n_queries, n_candidates); query_axis says which axis of sim the queries index.
     """
-    counts = np.diff(pos.indptr)
-    empty = np.flatnonzero(counts == 0)
-    if empty.size:
-        raise MetricError(
-            f"{what} {empty[0]} has no positive; every query needs at least one true match "
-            "(check text_to_image / positives)"
-        )
+    counts = require_positives(pos, what)
     rows = np.repeat(np.arange(pos.shape[0]), counts)
     cols = pos.indices
     vals = sim[rows, cols] if query_axis == 0 else sim[cols, rows]
@@ -101,7 +107,8 @@ def _best_positive(
     return best, at_best
 
 
-def _check_finite(chunk: NDArray[np.floating], row0: int) -> None:
+def check_finite(chunk: NDArray[np.floating], row0: int) -> None:
+    """MetricError naming the first row (row0 + offset in chunk) holding NaN or inf."""
     # A row sum is one cheap vectorised pass; only on a non-finite sum do we look element-wise.
     with np.errstate(over="ignore", invalid="ignore"):
         sums = chunk.sum(axis=1)
@@ -129,13 +136,13 @@ def retrieval_ranks(
     """
     sim = _as_similarity(similarity)
     n_images, n_texts = sim.shape
-    pos_t = _positive_matrix(text_to_image, positives, sim.shape)  # (n_texts, n_images)
+    pos_t = positive_matrix(text_to_image, positives, sim.shape)  # (n_texts, n_images)
     pos_i = pos_t.T.tocsr()  # (n_images, n_texts)
 
     # Finite check first, so NaN never reaches the gathers below with a confusing message.
     step = max(1, _CHUNK_ELEMENTS // n_texts)
     for r0 in range(0, n_images, step):
-        _check_finite(sim[r0 : r0 + step], r0)
+        check_finite(sim[r0 : r0 + step], r0)
 
     best_i, at_best_i = _best_positive(sim, pos_i, 0, "image")
     best_t, at_best_t = _best_positive(sim, pos_t, 1, "text")
@@ -233,7 +240,7 @@ def five_fold_1k(
             "use the COCO 5k split (5,000 images) or pass n_folds dividing n_images"
         )
     t2i = np.asarray(text_to_image)
-    pos_t = _positive_matrix(t2i, positives, sim.shape)
+    pos_t = positive_matrix(t2i, positives, sim.shape)
     if positives is not None and t2i.shape != (n_texts,):
         raise MetricError(
             f"text_to_image has shape {t2i.shape}, expected ({n_texts},); five_fold_1k needs it to assign "

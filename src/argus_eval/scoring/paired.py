@@ -121,16 +121,29 @@ def restrict(group: Group, ids: Sequence[str]) -> Group:
     )
 
 
+# Indices drawn at once (int64, 64 MiB), so the draw's temporaries stay a block whatever the resamples.
+_DRAW_ELEMENTS = 1 << 23
+
+
 def paired_counts(group: Group, resamples: int, seed: int) -> FloatArray:
     """(1 + resamples, n) multinomial counts: row 0 all ones (full sample), then the paired resamples.
 
     Each resample draws n indices uniformly with replacement and counts them (a multinomial draw with
-    equal probabilities; bincount is much faster than Generator.multinomial for large n)."""
+    equal probabilities; bincount is much faster than Generator.multinomial for large n). The indices
+    are drawn a block of resamples at a time and counted into the result, so beyond the result only a
+    block is held; the generator keeps a half-used 64-bit word between calls, so consecutive blocks
+    continue the very stream one (resamples, n) draw would take, and the counts are the same."""
     n = len(group.ids)
     rng = np.random.default_rng([seed, zlib.crc32(f"{group.task}/{group.dataset}".encode())])
-    draws = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
-    counts = np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n)
-    return np.vstack([np.ones((1, n)), counts]).astype(np.float64)
+    out = np.empty((1 + resamples, n), dtype=np.float64)
+    out[0] = 1.0
+    step = max(1, _DRAW_ELEMENTS // max(1, n))
+    for r0 in range(0, resamples, step):
+        rows = min(step, resamples - r0)
+        draws = rng.integers(0, n, size=(rows, n))
+        draws += (np.arange(rows) * n)[:, None]  # row r's indices count into row r's slice
+        out[1 + r0 : 1 + r0 + rows] = np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n)
+    return out
 
 
 class Draws:

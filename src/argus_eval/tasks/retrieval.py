@@ -16,10 +16,10 @@ from argus_eval.metrics.retrieval import (
     chance_recall_at_k,
     mean_rank,
     median_rank,
-    recall_at_k,
+    recall_from_ranks,
     retrieval_ranks,
-    similarity,
 )
+from argus_eval.metrics.retrieval_chunked import EmbeddingRanks, embedding_ranks
 from argus_eval.models.protocols import (
     EMBED,
     SCORE_PAIRS,
@@ -109,15 +109,29 @@ class RetrievalTask(Task):
                 f"first_stage={self.options.first_stage!r}; name a model that embeds (first_stage: zoo:clip)"
             ) from None
 
-    def _similarity(
-        self, samples: Sequence[Sample], kept: Sequence[Sample], records: Mapping[str, Record]
-    ) -> NDArray[np.float32]:
-        """(kept images, kept texts) similarity from embeddings, or from per-image pair-score rows."""
-        first = records[kept[0].sample_id].arrays
-        if "scores" not in first:
+    def _ranks(
+        self,
+        samples: Sequence[Sample],
+        kept: Sequence[Sample],
+        records: Mapping[str, Record],
+        text_to_image: NDArray[np.int64],
+        positives: sp.csr_matrix,
+    ) -> EmbeddingRanks:
+        """Ranks and top texts: from embeddings block by block (the matrix is never held whole), or
+        from the per-image pair-score rows the records already hold."""
+        if "scores" not in records[kept[0].sample_id].arrays:
             img = np.stack([records[s.sample_id].arrays["image"] for s in kept])
             txt = np.concatenate([records[s.sample_id].arrays["texts"] for s in kept])
-            return similarity(img, txt)
+            return embedding_ranks(img, txt, text_to_image, positives)
+        sim = self._pair_similarity(samples, kept, records)
+        r_img, r_txt = retrieval_ranks(sim, text_to_image, positives)
+        return EmbeddingRanks(i2t=r_img, t2i=r_txt, top_text=np.argmax(sim, axis=1))
+
+    def _pair_similarity(
+        self, samples: Sequence[Sample], kept: Sequence[Sample], records: Mapping[str, Record]
+    ) -> NDArray[np.float32]:
+        """(kept images, kept texts) similarity from per-image pair-score rows."""
+        first = records[kept[0].sample_id].arrays
         # gallery columns are all cell samples' texts in order; keep the columns of kept samples
         keep = {s.sample_id for s in kept}
         owners = [s.sample_id for s in samples for _ in s.texts]
@@ -140,8 +154,8 @@ class RetrievalTask(Task):
         n_texts = [len(s.texts) for s in kept]
         text_to_image = np.repeat(np.arange(len(kept)), n_texts)
         positives = _positives(kept, index, text_to_image)
-        sim = self._similarity(samples, kept, records)
-        r_img, r_txt = retrieval_ranks(sim, text_to_image, positives)
+        ranks = self._ranks(samples, kept, records, text_to_image, positives)
+        r_img, r_txt = ranks.i2t, ranks.t2i
         ks = self.options.ks
         # Components per sample: i2t hits@k, t2i hits@k summed over its texts, 1, n_texts.
         comp = np.zeros((len(kept), 2 * len(ks) + 2), dtype=np.float64)
@@ -151,7 +165,8 @@ class RetrievalTask(Task):
         comp[:, -2] = 1.0
         comp[:, -1] = n_texts
         finish = _make_finish(len(ks), self.options.directions)
-        metrics = recall_at_k(sim, text_to_image, ks=ks, positives=positives)
+        metrics = {f"i2t_R@{k}": v for k, v in recall_from_ranks(r_img, ks).items()}
+        metrics.update({f"t2i_R@{k}": v for k, v in recall_from_ranks(r_txt, ks).items()})
         metrics.update(
             {
                 "i2t_mean_rank": mean_rank(r_img),
@@ -167,7 +182,7 @@ class RetrievalTask(Task):
             metrics["shortlist_k"] = float(out.get("shortlist", 0))
             if out.get("note"):
                 breakdown["note"] = out["note"]
-        top_text = np.argmax(sim, axis=1)
+        top_text = ranks.top_text
         flat_texts = [t for s in kept for t in s.texts]
         per_sample = comp[:, : len(ks)].mean(axis=1)
         return CellResult(
@@ -240,18 +255,25 @@ def _positives(
     kept: Sequence[Sample], index: Mapping[str, int], text_to_image: NDArray[np.int64]
 ) -> sp.csr_matrix:
     """(n_texts, n_images) truth: each text's own image plus the images it is also true of."""
-    rows, cols = list(range(len(text_to_image))), [int(i) for i in text_to_image]
+    extra_rows: list[int] = []
+    extra_cols: list[int] = []
     t = 0
     for s in kept:
-        also = s.metadata.get("also_true_of") or [[] for _ in s.texts]
+        also = s.metadata.get("also_true_of")
+        if not also:  # the common case: no extra truth, nothing to walk text by text
+            t += len(s.texts)
+            continue
         for others in also:
             for sid in others:
                 if sid in index:
-                    rows.append(t)
-                    cols.append(index[sid])
+                    extra_rows.append(t)
+                    extra_cols.append(index[sid])
             t += 1
-    data = np.ones(len(rows), dtype=bool)
-    return sp.csr_matrix((data, (rows, cols)), shape=(len(text_to_image), len(kept)))
+    n = len(text_to_image)
+    rows = np.concatenate((np.arange(n, dtype=np.int64), np.asarray(extra_rows, dtype=np.int64)))
+    cols = np.concatenate((np.asarray(text_to_image, dtype=np.int64), np.asarray(extra_cols, dtype=np.int64)))
+    data = np.ones(rows.size, dtype=bool)
+    return sp.csr_matrix((data, (rows, cols)), shape=(n, len(kept)))
 
 
 def _make_finish(n_k: int, directions: Sequence[str]) -> Finish:
