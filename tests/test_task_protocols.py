@@ -209,11 +209,13 @@ def test_names_native_flags_and_descriptions_are_the_stored_ones() -> None:
     ],
 )
 def test_request_hash_is_the_documented_recipe(task: Task, caps: set[str], name: str) -> None:
-    """request hash = fingerprint_of(task name, protocol name, options as JSON but a judge, which scores
-    answers without changing them): the store's key part."""
+    """request hash = fingerprint_of(task name, protocol name, options as JSON but a judge and the
+    scoring-only options (the VQA release), which score answers without changing them): the store's key
+    part."""
     protocol = task.choose_protocol(fake_info(*caps))
     assert protocol.name == name
-    options = {k: v for k, v in task.options.model_dump(mode="json").items() if k != "judge"}
+    left_out = {"judge", "vqa_release"}
+    options = {k: v for k, v in task.options.model_dump(mode="json").items() if k not in left_out}
     assert task.request_hash(protocol) == fingerprint_of(task.name, name, options)
 
 
