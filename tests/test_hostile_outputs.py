@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from argus_eval.data.atomic import atomic_binary, atomic_text, atomic_write_bytes, atomic_write_text
@@ -21,6 +22,7 @@ from argus_eval.report.build import write_reports
 from argus_eval.runner import score
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.outputs import prepare_out_dir
+from argus_eval.runner.perturbed_store import PerturbedStore
 from argus_eval.runner.pipeline import run
 
 # every file a run (with its reports) writes into --out; perturbed/ entries are covered by the helper
@@ -179,6 +181,30 @@ def test_a_symlinked_out_repointed_during_the_run_keeps_writing_where_it_began(
     assert all((real / n).is_file() for n in OUTPUTS)
 
 
+def test_a_run_whose_samples_fail_mid_stream_keeps_the_previous_files(
+    first: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, before = first
+    out = _resumed(base, tmp_path / "again")
+    for name in OUTPUTS:
+        shutil.copy(base / name, out / name)
+    copied = _contents(out)
+    assert copied["samples.jsonl"] == before["samples.jsonl"]
+    real = score.iter_sample_lines
+
+    def breaking(scored: Any) -> Iterator[dict[str, Any]]:
+        for i, line in enumerate(real(scored)):
+            if i == 3:
+                raise KeyboardInterrupt  # three lines are in the temporary file by now
+            yield line
+
+    monkeypatch.setattr(score, "iter_sample_lines", breaking)
+    with pytest.raises(KeyboardInterrupt):
+        _run(base.parent, out)
+    assert _contents(out) == copied  # samples.jsonl whole, and nothing after it was written
+    assert sorted(p.name for p in out.iterdir() if p.is_file()) == sorted([*OUTPUTS, "store.sqlite"])
+
+
 def test_a_symlink_loop_as_out_is_one_error_naming_it(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.symlink_to(b)
@@ -231,6 +257,42 @@ def test_a_failed_rename_leaves_no_temporary(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         atomic_write_text(tmp_path / "report.html", "<html>")
     assert _only(tmp_path) == ["report.html"] and _only(tmp_path / "report.html") == ["inside"]
+
+
+def test_an_error_names_the_output_not_its_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = os.open
+
+    def denied(path: Any, *a: Any, **k: Any) -> int:
+        if str(path).endswith(".tmp"):  # a read-only folder (tests run as root, where chmod is not enforced)
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(PermissionError) as e:
+        atomic_write_text(tmp_path / "summary.md", "# s\n")
+    assert e.value.filename == str(tmp_path / "summary.md") and e.value.strerror == "Permission denied"
+    monkeypatch.undo()
+    (tmp_path / "cells.csv" / "x").mkdir(parents=True)  # the rename fails: named as the output too
+    with pytest.raises(OSError) as e:
+        atomic_write_text(tmp_path / "cells.csv", "a,b\n")
+    assert e.value.filename == str(tmp_path / "cells.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.csv"]
+
+
+def test_a_perturbed_entry_planted_as_a_symlink_is_replaced(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.bin"
+    target.write_bytes(b"precious\n")
+    store = PerturbedStore(tmp_path / "perturbed")
+    key = PerturbedStore.key("0" * 64, "image:brightness@2", 0)
+    entry = tmp_path / "perturbed" / key[:2] / key
+    entry.parent.mkdir(parents=True)
+    entry.symlink_to(target)
+    image = np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3)
+    store.put(key, image)
+    assert target.read_bytes() == b"precious\n" and not entry.is_symlink() and entry.is_file()
+    got = PerturbedStore(tmp_path / "perturbed").get(key)
+    assert got is not None and np.array_equal(got, image) and store.counts.written == 1
+    assert [p.name for p in entry.parent.iterdir()] == [key]
 
 
 def test_the_streaming_samples_writer_keeps_the_old_file_when_a_line_fails(

@@ -38,16 +38,26 @@ def _create(path: Path) -> tuple[int, Path]:
             continue
 
 
+def _about(e: OSError, path: Path) -> OSError:
+    # the error names the output, not its temporary file (the one-line message names what is written)
+    return OSError(e.errno, e.strerror, str(path))
+
+
 @contextmanager
 def _replacing(path: Path) -> Iterator[int]:
     # the caller wraps the descriptor in a file and closes it before the rename (Windows needs that)
-    fd, tmp = _create(path)
+    try:
+        fd, tmp = _create(path)
+    except OSError as e:
+        raise _about(e, path) from e
     try:
         yield fd
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with suppress(OSError):
             tmp.unlink()
+        if isinstance(e, OSError) and e.filename == str(tmp):
+            raise _about(e, path) from e
         raise
 
 
