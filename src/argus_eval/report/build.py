@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from argus_eval.data.atomic import atomic_write_text
 from argus_eval.report.csv_export import write_csvs
 from argus_eval.report.gallery import select_worst
 from argus_eval.report.html import HtmlOptions, render_html
@@ -35,6 +36,6 @@ def write_reports(
             warnings.append(short)
     summary = run_dir / "summary.md"
     page = run_dir / "report.html"
-    summary.write_text(render_summary(results), encoding="utf-8")
-    page.write_text(render_html(results, samples, opts, worst), encoding="utf-8")
+    atomic_write_text(summary, render_summary(results))
+    atomic_write_text(page, render_html(results, samples, opts, worst))
     return [summary, page, *write_csvs(results, run_dir)]

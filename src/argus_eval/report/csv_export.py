@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from argus_eval.data.atomic import atomic_write_text
 from argus_eval.report.tables import scorecard_intervals
 from argus_eval.results_model import Results
 
@@ -93,6 +94,6 @@ def cells_csv(results: Results) -> str:
 def write_csvs(results: Results, out_dir: Path) -> list[Path]:
     """Write scorecard.csv and cells.csv into out_dir; returns their paths."""
     paths = [out_dir / "scorecard.csv", out_dir / "cells.csv"]
-    paths[0].write_text(scorecard_csv(results), encoding="utf-8")
-    paths[1].write_text(cells_csv(results), encoding="utf-8")
+    atomic_write_text(paths[0], scorecard_csv(results))
+    atomic_write_text(paths[1], cells_csv(results))
     return paths

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from argus_eval.data.atomic import atomic_write_text
+
 THUMBS_FILE = "thumbnails.cache.json"
 _VERSION = "1"
 
@@ -55,4 +57,4 @@ class ThumbCache:
         if self._used == self._known:
             return
         with contextlib.suppress(OSError):  # a read-only run folder: the report is written all the same
-            self.path.write_text(json.dumps(self._used, sort_keys=True), encoding="utf-8")
+            atomic_write_text(self.path, json.dumps(self._used, sort_keys=True))

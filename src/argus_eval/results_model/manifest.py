@@ -63,6 +63,13 @@ class NotApplicable(Block):
     dataset: str
 
 
+class OutDir(Block):
+    """Where a run whose --out was a symlink wrote: the path given and the folder it resolved to once."""
+
+    given: str
+    resolved: str
+
+
 class Manifest(Block):
     """The run's config (redacted), seeds, package versions, git revision, hardware, and its plan."""
 
@@ -76,6 +83,7 @@ class Manifest(Block):
     protocols: list[str]
     skipped: list[LeftOutPair]
     not_applicable: list[NotApplicable]
+    out_dir: OutDir | None = None  # only when --out was a symlink
 
     @property
     def run_name(self) -> str:

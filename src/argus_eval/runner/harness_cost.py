@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argus_eval.data.atomic import atomic_write_text
 from argus_eval.runner.datasets import DEFAULT_CACHE
 from argus_eval.runner.manifest import hardware
 
@@ -38,7 +39,7 @@ def write_calibration(per_record_ms: dict[str, float], how: str, path: Path = CA
         pass  # none yet, or unreadable: written afresh
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"machine": _machine(), "per_record_ms": {**kept, **per_record_ms}, "how": how}
-    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(path, json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
 @dataclass(frozen=True)

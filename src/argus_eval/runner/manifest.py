@@ -62,6 +62,15 @@ def git_revision() -> dict[str, Any]:
     return {"revision": rev, "dirty": bool(dirty)}
 
 
+def out_dir_entry(given: Path, used: Path) -> dict[str, Any]:
+    """The manifest's "out_dir" when --out was a symlink (resolved once, prepare_out_dir): the path given
+    and the folder written. A plain folder adds nothing, so its results.json stays the same wherever it
+    lies."""
+    if not given.is_symlink():
+        return {}
+    return {"out_dir": {"given": str(given), "resolved": str(used)}}
+
+
 def hardware() -> dict[str, Any]:
     info: dict[str, Any] = {
         "machine": platform.machine(),

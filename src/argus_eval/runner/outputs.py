@@ -43,9 +43,19 @@ def writing(path: Path) -> Iterator[None]:
         raise OutputError(os_error_line(e, path)) from None
 
 
-def prepare_out_dir(out_dir: Path) -> None:
-    """Create the run folder; OutputError when it is a file, unwritable or its name too long."""
+def prepare_out_dir(out_dir: Path) -> Path:
+    """Create the run folder and return it; OutputError when it is a file, unwritable or its name too
+    long. A symlinked folder is resolved here, once: every file of the run goes to the folder it named
+    when the run began, even if the link is changed while the run goes on."""
+    if out_dir.is_symlink():
+        try:
+            out_dir = out_dir.resolve()
+        except (OSError, RuntimeError) as e:  # a loop of links (RuntimeError before Python 3.13)
+            raise OutputError(
+                f"--out {out_dir} is a symlink that cannot be resolved ({e}); give a folder"
+            ) from None
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"--out {out_dir} is a file; give a folder (it is created when missing)")
     with writing(out_dir):
         out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import struct
-import tempfile
 import threading
 import warnings
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from argus_eval.data.atomic import atomic_write_bytes
 from argus_eval.data.images import ImageArray
 
 _MAGIC = b"ARGPI1\n\0"
@@ -121,14 +120,9 @@ class PerturbedStore:
             self._written_bytes += len(body)  # reserved now, so threads writing at once keep the budget
         data = _HEADER.pack(_MAGIC, h, w, c, _digest(body)) + body
         path = self._path(key)
-        tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-            tmp = None
+            atomic_write_bytes(path, data)
             self._count("written")
         except OSError as e:
             with self._lock:
@@ -142,9 +136,6 @@ class PerturbedStore:
                 "the run goes on computing them, and a rerun computes them again"
             )
             warnings.warn(note, InputCacheWarning, stacklevel=2)
-        finally:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
 
 
 def _decode(data: bytes) -> ImageArray | None:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from argus_eval.data.atomic import atomic_write_text
 from argus_eval.errors import ConfigError
 from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
@@ -24,7 +25,7 @@ from argus_eval.runner.gc_pause import building_long_lived, thawed_after
 from argus_eval.runner.judge_results import judges_block
 from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups
 from argus_eval.runner.local import LOAD_ERRORS, PARK_BYTES, ExecStats, ModelPool
-from argus_eval.runner.manifest import git_revision, hardware, package_versions
+from argus_eval.runner.manifest import git_revision, hardware, out_dir_entry, package_versions
 from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
@@ -156,7 +157,7 @@ def run(
     Failed records of an earlier run are computed again unless retry_failed is False. reports(out_dir)
     writes what is built from those files (the command's report.html), timed with scoring in run_log."""
     t0 = time.perf_counter()
-    prepare_out_dir(out_dir)
+    given, out_dir = out_dir, prepare_out_dir(out_dir)  # a symlinked --out: resolved once
     # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)
     pool = ModelPool(loader, PARK_BYTES if cfg.efficiency.enabled else 0)
     threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads, workers=cfg.workers)
@@ -218,6 +219,7 @@ def run(
         "protocols": sorted({f"{c.model.name}/{c.task.name}: {c.protocol.name}" for c in plan.cells}),
         "skipped": plan.skipped,
         "not_applicable": plan.not_applicable,
+        **out_dir_entry(given, out_dir),
     }
     for entry in plan.not_loaded:  # named beside the models that ran, with no fingerprint
         manifest["models"].setdefault(entry["model"], {"spec": entry["checkpoint"]})
@@ -237,7 +239,7 @@ def run(
         keep_scored(store, scored)
     text = results_text(results)
     with writing(out_dir / "results.json"):
-        (out_dir / "results.json").write_text(text, encoding="utf-8")
+        atomic_write_text(out_dir / "results.json", text)
     if reports is not None:
         reports(out_dir)
     log = {
@@ -263,5 +265,5 @@ def run(
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
         log["served"] = stats.call_logs
     with writing(out_dir / "run_log.json"):
-        (out_dir / "run_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(out_dir / "run_log.json", json.dumps(log, indent=1) + "\n")
     return RunOutcome(out_dir, results, stats, plan, n_samples)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from argus_eval.data.atomic import atomic_text
 from argus_eval.data.text import repair_text
 from argus_eval.models.secrets import redact_text
 from argus_eval.runner.judging import apply_judgments
@@ -279,7 +280,7 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
 
 def write_samples(scored: list[ScoredCell], path: Path) -> int:
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_text(path) as fh:  # the old file stays whole until the last line is written
         for line in iter_sample_lines(scored):
             fh.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
             n += 1

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from argus_eval.data.atomic import atomic_text
 from argus_eval.data.types import Dataset
 
 # Skipped records of a dataset named in the notes (and so on the console); skipped.jsonl has them all.
@@ -34,7 +35,7 @@ def write_skipped(datasets: Sequence[Dataset], path: Path) -> int:
     """skipped.jsonl: one JSON object per skipped record of every dataset (empty when none); returns
     how many lines it wrote."""
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_text(path) as fh:
         for ds in datasets:
             for rec in ds.skipped:
                 fh.write(json.dumps({"dataset": ds.name, **rec.to_json()}, sort_keys=True) + "\n")
