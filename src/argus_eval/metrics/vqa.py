@@ -4,10 +4,13 @@ VQA accuracy is the mean over the leave-one-out subsets of the annotators' answe
 the prediction normalised (punctuation, number words to digits, articles, contractions). Two releases of
 the official evaluation differ in what they do to the gold answers (``VQA_RELEASES``):
 
-- ``"current"`` (the default): the VQA Challenge's evaluation as EvalAI runs it and as lmms-eval's vqav2
-  task and VLMEvalKit reproduce it. Gold answers have newlines and tabs made spaces and are stripped; when
-  the annotators disagree, each gold answer and the prediction are also normalised (punctuation, then
+- ``"current"`` (the default): GT-Vision-Lab's vqaEval.py since its 2021 fix of gold-answer processing,
+  with the prediction normalised first as lmms-eval's vqav2 task does (and as the EvalAI server's answer
+  processor does before the script). Gold answers have newlines and tabs made spaces and are stripped;
+  when the annotators disagree, each gold answer and the prediction are also normalised (punctuation, then
   digits, articles and contractions, lower case). So "No " matches "no" when another annotator said "yes".
+  The script alone leaves the prediction as typed where the annotators agree ("Yes" against ten "yes"
+  scores 0 there, 1 here and in lmms-eval); VLMEvalKit normalises every gold answer, agreeing or not.
 - ``"2017"``: the GT-Vision-Lab vqaEval.py of the 2017 release. Gold answers are used as stored, except
   that punctuation is processed when the annotators disagree; they are never lowercased or stripped.
 
