@@ -146,3 +146,65 @@ def test_a_tsv_without_answer_types_gets_the_official_types_and_format_rate(tmp_
         samples = [by_question[q] for q, _, _ in QUESTIONS]
         rates.append(sum(parses(s, p) for s, p in zip(samples, PREDICTIONS, strict=True)) / len(samples))
     assert rates == [0.75, 0.75]
+
+
+# Every question's gold set scores "yes", "no" and "two" (words the null model answers) apart under the
+# two releases. Current: the set normalises to 6 yes, 2 no, 2 "2" -> yes 1.0, no and two (2/3 + 8 * 2/3)
+# / 10 = 0.6 (as in CASES). 2017: only punctuation goes, "Yes", "No" and "two" stay -> yes matches the
+# two "yes" (0.6), no and two match nothing (0).
+RUN_GOLD = ["Yes"] * 4 + ["yes"] * 2 + ["No."] * 2 + ["two"] * 2
+RUN_EXPECTED = {"current": {"yes": 1.0, "no": 0.6, "two": 0.6}, "2017": {"yes": 0.6, "no": 0.0, "two": 0.0}}
+
+
+def _vqa_run_config(tmp: Path, release: str) -> dict[str, object]:
+    questions, annotations = [], []
+    for i in range(12):
+        image = tmp / f"img{i}.png"
+        if not image.exists():  # written once: a rewritten image would be a changed input
+            Image.new("RGB", (16, 16), (20 * i, 40, 200 - 10 * i)).save(image)
+        questions.append({"question_id": i + 1, "image_id": i, "question": f"Is thing {i} there?"})
+        answers = [{"answer": a, "answer_id": j} for j, a in enumerate(RUN_GOLD)]
+        annotations.append(
+            {"question_id": i + 1, "image_id": i, "question_type": "is the", "answer_type": "yes/no",
+             "multiple_choice_answer": "yes", "answers": answers}
+        )  # fmt: skip
+    (tmp / "q.json").write_text(json.dumps({"data_subtype": "val2014", "questions": questions}))
+    (tmp / "a.json").write_text(json.dumps({"annotations": annotations}))
+    dataset = {
+        "name": "vqa", "format": "vqa", "questions": str(tmp / "q.json"), "annotations": str(tmp / "a.json"),
+        "images": str(tmp), "image_pattern": "img{image_id}.png",
+    }  # fmt: skip
+    return {
+        "name": "vqa-release",
+        "seed": 0,
+        "cache_dir": str(tmp / "cache"),
+        "models": [{"name": "null", "spec": "null:vqa", "batch_size": 4}],
+        "datasets": [dataset],
+        "tasks": [{"name": "reasoning", "vqa_release": release}],
+        "perturbations": [],
+        "scoring": {"resamples": 0},
+        "efficiency": {"enabled": False},
+    }
+
+
+def test_changing_the_release_rescores_the_stored_answers_without_the_model(tmp_path: Path) -> None:
+    from argus_eval.runner.config import parse_config
+    from argus_eval.runner.pipeline import run
+
+    out = tmp_path / "out"
+    lines: dict[str, list[dict[str, object]]] = {}
+    for release in ("current", "2017"):
+        run(parse_config(_vqa_run_config(tmp_path, release), "t"), out, quiet=True)
+        log = json.loads((out / "run_log.json").read_text())
+        if release == "2017":  # the rescoring run asks the model nothing
+            assert (log["forward_calls"], log["records_written"], log["recomputed_stale"]) == (0, 0, 0)
+        rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+        lines[release] = sorted(rows, key=lambda r: str(r["sample_id"]))
+    assert [r["prediction"] for r in lines["current"]] == [r["prediction"] for r in lines["2017"]]
+    differing = 0
+    for new, old in zip(lines["current"], lines["2017"], strict=True):
+        pred = str(new["prediction"])
+        assert new["score"] == pytest.approx(RUN_EXPECTED["current"].get(pred, 0.0))
+        assert old["score"] == pytest.approx(RUN_EXPECTED["2017"].get(pred, 0.0))
+        differing += pred in RUN_EXPECTED["current"]
+    assert differing > 0  # the null model answers at least one word the releases score apart
