@@ -117,6 +117,11 @@ def _row_sample(
     texts = [t for t in _texts(row, col, "texts", where) if t is not None]
     at = f"{source}: {label}"
     index = _pick(row, col["answer_index"], "answer_index", at) if "answer_index" in col else None
+    if index is not None:
+        index = _choice_index(index, len(choices))
+        if isinstance(index, str):
+            skips.add(source, label, f"column {col['answer_index']!r} (columns.answer_index): {index}")
+            return None
     return Sample(
         sample_id=f"{'q' if question else 'img'}/{sid}",
         image=None,
@@ -124,8 +129,21 @@ def _row_sample(
         question=question[0] if question else None,
         choices=tuple(c for c in choices if c is not None),
         answers=tuple(a for a in answers if a is not None),
-        answer_index=int(index) if index is not None else None,
+        answer_index=index,
     )
+
+
+def _choice_index(value: Any, n_choices: int) -> int | str:
+    """The answer index as a whole number within the choices, or why it is not one: a boolean, a fraction
+    (1.7), a negative index (-1 would pick the last choice) or one past the choices is refused."""
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(value, float) and value.is_integer():
+        value, whole = int(value), True
+    if not whole:
+        return f"answer index {value!r} is not a whole number"
+    if not 0 <= value < n_choices:
+        return f"answer index {value} is outside the {n_choices} choices (0..{n_choices - 1})"
+    return int(value)
 
 
 def _metadata(row: Any, meta: Mapping[str, str], where: str) -> dict[str, Any]:
@@ -140,7 +158,7 @@ def _metadata(row: Any, meta: Mapping[str, str], where: str) -> dict[str, Any]:
     return out
 
 
-def _image(value: Any, where: str, store: EmbeddedImages, root: Path | None) -> str:
+def _image(value: Any, where: str, store: EmbeddedImages, root: Path) -> str:
     """Relative image path of one row; embedded bytes are stored once per content (store)."""
     if isinstance(value, dict):
         if value.get("bytes"):
@@ -150,8 +168,15 @@ def _image(value: Any, where: str, store: EmbeddedImages, root: Path | None) -> 
         return store.store(value, where)
     if not isinstance(value, str):
         raise DatasetError(f"{where}: holds {type(value).__name__}, expected a path or image bytes")
-    if root is None:
-        return Path(value).name if Path(value).is_absolute() else value
+    path = Path(value)
+    if path.is_absolute():  # an imagefolder's own files come as absolute paths inside the data folder
+        try:
+            value = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise DatasetError(
+                f"{where}: absolute image path {str(path)!r} is outside the image root {root}; "
+                "give paths relative to `images`"
+            ) from None
     return safe_relpath(value, source="hf_datasets", record=where, field="image")
 
 
@@ -251,6 +276,7 @@ def _samples(
 ) -> list[Sample]:
     """The samples of every row of every file, in order; ids are unique across the files."""
     col, meta = _column_map(options)
+    image_root = options.images or files[0].parent  # where Dataset.image_root points without embedded bytes
     ids = Ids(files[0], "id")
     samples, n, kept = [], 0, {True: 0, False: 0}
     for source, rows in _tables(hf, options, files, cache):
@@ -261,9 +287,11 @@ def _samples(
         ids.path = source
         for k, row in enumerate(table):
             label, at = f"row {k}", f"{source}: row {k}"
-            sid = str(_pick(row, col["id"], "id", at)) if "id" in col else str(n)
+            # the id as stored: a float, null or NaN id is refused (check_id), not spelled "1.5" or "None"
+            raw_id = _pick(row, col["id"], "id", at) if "id" in col else n
             n += 1
-            ids.add(sid, label)
+            ids.add(raw_id, label)
+            sid = str(raw_id)
             sample = _row_sample(row, col, sid, str(source), label, skips)
             if sample is None:
                 continue
@@ -274,7 +302,7 @@ def _samples(
             image = None
             if "image" in col:
                 where = f"{at}: column {col['image']!r}"
-                image = _image(_pick(row, col["image"], "image", at), where, store, options.images)
+                image = _image(_pick(row, col["image"], "image", at), where, store, image_root)
             samples.append(replace(sample, image=image, metadata=_metadata(row, meta, at)))
     return samples
 

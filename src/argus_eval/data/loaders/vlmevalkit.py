@@ -75,31 +75,57 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
         raise DatasetError(f"VLMEvalKit TSV {path} is not a readable TSV ({e})") from None
 
 
+class _NotTexts(ValueError):
+    """A stringified list that holds something other than text, or nothing."""
+
+
 def _listed(text: str) -> tuple[str, ...] | None:
-    """The strings of a stringified Python list ("['a cat', 'a dog']"), or None when it is not one."""
+    """The strings of a stringified Python list ("['a cat', 'a dog']"), or None when it is not one.
+    _NotTexts for a list holding anything but strings ("['blue', 1]") or nothing ("[]"): such a cell is
+    a skip, never the literal gold text "['blue', 1]"."""
     if not text.startswith("["):
         return None
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    return None
+    if not isinstance(value, list):
+        return None
+    if not value:
+        raise _NotTexts("is an empty list")
+    wrong = [v for v in value if not isinstance(v, str)]
+    if wrong:
+        raise _NotTexts(f"is a list holding {type(wrong[0]).__name__} {wrong[0]!r} where text is expected")
+    return tuple(value)
+
+
+def _listed_or_skip(text: str, skips: Skips, path: Path, where: str) -> tuple[str, ...] | None:
+    """The texts a cell lists (itself when it is no list), or None when it is a skip (counted)."""
+    try:
+        return _listed(text) or (text,)
+    except _NotTexts as e:
+        skips.add(path, where, f"{text[:80]!r} {e}")
+        return None
 
 
 def _sample(cells: dict[str, str], path: Path, label: str, skips: Skips) -> Sample | None:
     """The sample of one row (image left for later), or None when the row is a counted skip."""
     idx = cells["index"]
-    question = cells.get("question", "").strip()
+    raw_question = cells.get("question", "")
+    question = raw_question.strip()
     answer = cells.get("answer", "").strip()
+    if raw_question and not question:  # whitespace only: a blank question, never a captioning row
+        skips.add(path, f"{label}: column 'question'", "the question is blank")
+        return None
     meta: dict[str, Any] = {"index": idx}
     if cells.get("category"):
         meta["categories"] = {"category": cells["category"]}
     if cells.get("image_path"):
         meta["image_path"] = cells["image_path"]
     if not question:  # a captioning row (COCO_VAL): the answer lists the reference captions
-        listed = (_listed(answer) or [answer]) if answer else []
+        listed = _listed_or_skip(answer, skips, path, f"{label}: column 'answer'") if answer else ()
+        if listed is None:
+            return None
         captions = [clean_text(c, skips, path, f"{label}: column 'answer'", "caption") for c in listed]
         texts = tuple(c for c in captions if c is not None)
         if not texts:
@@ -131,7 +157,10 @@ def _sample(cells: dict[str, str], path: Path, label: str, skips: Skips) -> Samp
             metadata=meta,
         )
     where = f"{label}: column 'answer'"
-    kept = [clean_text(a, skips, path, where, "answer") for a in _listed(answer) or [answer]]
+    listed = _listed_or_skip(answer, skips, path, where)
+    if listed is None:
+        return None
+    kept = [clean_text(a, skips, path, where, "answer") for a in listed]
     answers = tuple(a for a in kept if a is not None)
     if not answers:
         return None

@@ -1,0 +1,137 @@
+"""Users' layouts refuse what they cannot read truthfully (issue 39): ids that are not integers or text,
+answer indices outside the choices, stringified lists that hold other than text, blank questions, and
+image paths that escape the image root. Each is a counted skip or one error naming file, row and column,
+never a silently wrong sample."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+import argus_eval.data.loaders  # noqa: F401
+from argus_eval.data.formats import FORMATS, LoadContext, load_dataset
+from argus_eval.data.types import Dataset
+from argus_eval.errors import DatasetError
+from layout_fixtures import write_tsv
+
+datasets = pytest.importorskip("datasets")
+
+
+def _png() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (10, 200, 10)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _load(tmp: Path, **entry: Any) -> Dataset:
+    options = FORMATS.get(entry["format"]).options.model_validate({"name": "t", **entry})
+    return load_dataset(options, LoadContext(cache_dir=tmp / "cache"))
+
+
+def _parquet(tmp: Path, rows: dict[str, list[Any]], name: str = "d.parquet") -> Path:
+    path = tmp / "data" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_dict(rows).to_parquet(str(path))
+    return path
+
+
+def _mc(tmp: Path, index: list[Any], **extra: Any) -> Dataset:
+    n = len(index)
+    rows = {"qid": list(range(n)), "q": [f"Which {i}?" for i in range(n)],
+            "opts": [["red", "blue", "green"]] * n, "gold": index,
+            "image": [{"bytes": _png(), "path": None}] * n}  # fmt: skip
+    f = _parquet(tmp, rows)
+    cols = {"id": "qid", "question": "q", "choices": "opts", "answer_index": "gold", "image": "image"}
+    return _load(tmp, format="hf_datasets", builder="parquet", data_files=[f], columns=cols, **extra)
+
+
+@pytest.mark.parametrize("bad", [1.5, None, float("nan")])
+def test_a_parquet_id_that_is_not_an_integer_or_text_is_refused(tmp_path: Path, bad: Any) -> None:
+    rows = {"qid": [0, bad], "q": ["a?", "b?"], "a": ["x", "y"]}
+    f = _parquet(tmp_path, rows)
+    with pytest.raises(DatasetError, match="ids must be integers or non-empty strings") as e:
+        _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[f],
+              columns={"id": "qid", "question": "q", "answers": "a"})  # fmt: skip
+    assert ": row " in str(e.value) and "\n" not in str(e.value)  # Arrow may type the whole column
+
+
+@pytest.mark.parametrize(
+    ("bad", "good", "why"),
+    [(-1, 0, "outside the 3 choices"), (3, 0, "outside the 3 choices"), (99, 1, "outside the 3 choices"),
+     (1.7, 2.0, "not a whole number")],
+)  # fmt: skip
+def test_an_answer_index_outside_the_choices_is_a_counted_skip(
+    tmp_path: Path, bad: Any, good: Any, why: str
+) -> None:
+    ds = _mc(tmp_path, [bad, good])
+    assert [s.sample_id for s in ds.samples] == ["q/1"] and len(ds.skipped) == 1
+    assert why in str(ds.skipped[0]) and "row 0" in str(ds.skipped[0])
+    with pytest.raises(DatasetError, match=why):
+        _mc(tmp_path / "strict", [bad, good], strict=True)
+
+
+def test_a_boolean_answer_index_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"no usable sample.*True is not a whole number"):
+        _mc(tmp_path, [True, False])
+
+
+def test_whole_answer_indices_are_kept(tmp_path: Path) -> None:
+    ds = _mc(tmp_path, [0, 2, 1])
+    assert [s.answer_index for s in ds.samples] == [0, 2, 1] and not ds.skipped
+    floats = _mc(tmp_path / "f", [0.0, 2.0])  # a float column of whole numbers reads as those numbers
+    assert [s.answer_index for s in floats.samples] == [0, 2]
+
+
+@pytest.mark.parametrize("bad", ["../outside.png", "/etc/passwd", "a/../../b.png"])
+def test_a_parquet_image_path_that_escapes_the_root_is_refused(tmp_path: Path, bad: str) -> None:
+    f = _parquet(tmp_path, {"q": ["a?"], "a": ["x"], "img": [bad]})
+    with pytest.raises(DatasetError, match=r"absolute|escapes") as e:
+        _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[f],
+              columns={"question": "q", "answers": "a", "image": "img"})  # fmt: skip
+    assert "\n" not in str(e.value)
+
+
+def test_an_absolute_image_path_inside_the_root_is_made_relative(tmp_path: Path) -> None:
+    (tmp_path / "data" / "imgs").mkdir(parents=True)
+    inside = tmp_path / "data" / "imgs" / "one.png"
+    inside.write_bytes(_png())
+    f = _parquet(tmp_path, {"q": ["a?", "b?"], "a": ["x", "y"], "img": [str(inside), "imgs/one.png"]})
+    ds = _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[f],
+               columns={"question": "q", "answers": "a", "image": "img"})  # fmt: skip
+    assert [s.image for s in ds.samples] == ["imgs/one.png", "imgs/one.png"]
+    assert ds.image_path(ds.samples[0]) == inside
+
+
+def _tsv(tmp: Path, rows: list[list[str]], header: list[str] | None = None) -> Dataset:
+    head = header or ["index", "image", "question", "answer"]
+    path = write_tsv(tmp / "t.tsv", head, rows)
+    return _load(tmp, format="vlmevalkit-tsv", tsv=str(path))
+
+
+IMAGE = base64.b64encode(_png()).decode()
+
+
+@pytest.mark.parametrize("cell", ["['blue', 1]", "[]", "[None]", "[['a']]"])
+def test_a_stringified_list_of_other_than_text_is_a_skip(tmp_path: Path, cell: str) -> None:
+    ds = _tsv(tmp_path, [["1", IMAGE, "What colour?", cell], ["2", IMAGE, "What colour?", "['blue', 'red']"]])
+    assert [s.answers for s in ds.samples] == [("blue", "red")]
+    assert len(ds.skipped) == 1 and "row" in str(ds.skipped[0]).lower()
+
+
+@pytest.mark.parametrize("blank", ["   ", "\t", " \n "])
+def test_a_blank_question_is_a_skip_not_a_caption(tmp_path: Path, blank: str) -> None:
+    header = ["index", "image", "question", "answer", "A", "B"]
+    ds = _tsv(tmp_path, [["1", IMAGE, blank, "A", "red", "blue"], ["2", IMAGE, "Which?", "B", "red", "blue"]],
+              header)  # fmt: skip
+    assert [(s.sample_id, s.answer_index) for s in ds.samples] == [("q/2", 1)]
+    assert len(ds.skipped) == 1 and "blank" in str(ds.skipped[0])
+
+
+def test_a_row_without_a_question_is_still_a_captioning_row(tmp_path: Path) -> None:
+    ds = _tsv(tmp_path, [["1", IMAGE, "", "['a red square', 'a green square']"]])
+    assert [s.texts for s in ds.samples] == [("a red square", "a green square")]
