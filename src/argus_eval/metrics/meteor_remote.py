@@ -338,10 +338,10 @@ _LOCK = threading.Lock()
 
 def _refuse(key: str, exc: MeteorServerError) -> None:
     with _LOCK:
-        _COUNTS[f"refused_{exc.reason}"] += 1
         if key in _REFUSED:
             return
         _REFUSED.add(key)
+        _COUNTS[f"refused_{exc.reason}"] += 1
         _IDENTITY.pop(key, None)
     warnings.warn(f"{exc}; scoring METEOR with the local JVM", MeteorServerWarning, stacklevel=3)
 
@@ -415,23 +415,25 @@ class _ServerOrLocal:
         return shared_meteor(self.n_segments).score(candidates, references)
 
 
-def _named_or_refused() -> NamedServer | None:
+def _named_or_refused() -> tuple[NamedServer | None, bool]:
+    """The named server still usable, and whether one was named but refused (now or before)."""
     try:
         named = named_server()
     except MeteorServerError as exc:
         _refuse(os.environ.get(SERVER_ENV) or str(DEFAULT_STATE), exc)
-        return None
+        return None, True
     if named is not None and named.address in _REFUSED:
-        _count("local_fallback_corpora")
-        return None
-    return named
+        return None, True
+    return named, False
 
 
 def meteor_scorer(n_segments: int = 0) -> MeteorScorer:
     """The METEOR scorer for a corpus of n_segments: the named server if any, else the local JVMs
     (started now, so that they load while the caller tokenises)."""
-    named = _named_or_refused()
+    named, refused = _named_or_refused()
     if named is None:
+        if refused:
+            _count("local_fallback_corpora")
         return shared_meteor(n_segments)
     return _ServerOrLocal(named, n_segments)
 
@@ -444,7 +446,7 @@ def meteor_identity() -> str:
     server that fails its handshake is refused here, as by a score, and the local identity returned;
     one refused later in the run (a timeout, a failed spot check) changes the answer from then on."""
     local = f"local {meteor_version()}"
-    named = _named_or_refused()
+    named, _ = _named_or_refused()
     if named is None:
         return local
     with _LOCK:
