@@ -58,7 +58,7 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[bytes], seconds: float = 60) -> None:
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
     while not path.is_file():
         assert proc.poll() is None, "the server process ended before writing its state file"

@@ -148,14 +148,16 @@ def write_state(state: Path, body: dict[str, Any]) -> None:
 
 def serve(port: int, state: Path, workers: int, ready: Callable[[str], None] | None = None) -> None:
     """Listen on 127.0.0.1:port (0: any free port; one in use is a MetricError before any JVM starts),
-    start `workers` METEOR JVMs, write the state file, and serve until interrupted; the state file is
-    removed on the way out."""
+    start `workers` METEOR JVMs and warm them, then write the state file and serve until interrupted;
+    the state file is removed on the way out."""
     pool = MeteorPool()
     server = _listen(port, pool)
     address = f"127.0.0.1:{server.server_address[1]}"
     try:
-        pool.ensure(max(1, workers))  # the JVMs load while the first clients connect
-        warm_jit(pool)
+        pool.ensure(max(1, workers))
+        # the state file names a server only once its JVMs are loaded and compiled: a client's score
+        # deadline (meteor_remote.Limits) then measures scoring, not a cold JVM's start under load
+        warm_jit(pool).join()
         body = {"address": address, "version": server.version, "pid": os.getpid(), "token": server.token}
         write_state(state, body)
         if ready is not None:
