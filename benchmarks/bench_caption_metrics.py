@@ -32,7 +32,7 @@ from argus_eval.metrics.bleu import bleu_from_stats, bleu_stats
 from argus_eval.metrics.caption import score_captions
 from argus_eval.metrics.cider import cider_d
 from argus_eval.metrics.meteor import close_shared_meteor, shared_meteor, warm_jit
-from argus_eval.metrics.meteor_remote import RemoteMeteor, server_address
+from argus_eval.metrics.meteor_remote import RemoteMeteor, named_server
 from argus_eval.metrics.meteor_server import SERVER_ENV
 
 T = TypeVar("T")
@@ -177,7 +177,9 @@ def _meteor_server() -> Iterator[Path]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("argus meteor-server did not start")
                 time.sleep(0.1)
-            RemoteMeteor(server_address(str(state)) or "").score(["a dog"], [["a dog runs"]])
+            named = named_server(str(state))
+            assert named is not None
+            RemoteMeteor(named.address, named.token).score(["a dog"], [["a dog runs"]])
             yield state
         finally:
             proc.terminate()
@@ -200,6 +202,8 @@ def _whole(cands: dict[int, str], refs: dict[int, list[str]]) -> None:
     close_shared_meteor()
     with _meteor_server() as state:
         os.environ[SERVER_ENV] = str(state)
+        # the local JVM that spot-checks the server's scores, started while the models run (warm_meteor)
+        warm_jit(shared_meteor(0)).join()
         forget_tokens()
         served, t_served = _timed(lambda: score_captions(cands, refs, per_sample=True))
         os.environ[SERVER_ENV] = ""

@@ -48,6 +48,8 @@ def _corpus(n: int, seed: int = 5) -> tuple[list[str], list[list[str]]]:
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(meteor_remote, "_REFUSED", set())
+    monkeypatch.setattr(meteor_remote, "_COUNTS", meteor_remote.Counter())
+    monkeypatch.setattr(meteor_remote, "_IDENTITY", {})
     monkeypatch.setenv(SERVER_ENV, "")  # whatever state file this machine has, unless a test names one
 
 
@@ -56,7 +58,7 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[bytes], seconds: float = 60) -> None:
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
     while not path.is_file():
         assert proc.poll() is None, "the server process ended before writing its state file"
@@ -109,6 +111,7 @@ def test_served_scores_equal_the_local_jvm(
     state, proc = server
     body = json.loads(state.read_text(encoding="utf-8"))
     assert body["version"] == meteor_version() and body["pid"] == proc.pid
+    assert state.stat().st_mode & 0o777 == 0o600 and len(body["token"]) == 64
     cands, refs = _corpus(40)
     monkeypatch.setenv(SERVER_ENV, str(state))
     with warnings.catch_warnings():
@@ -117,6 +120,8 @@ def test_served_scores_equal_the_local_jvm(
         assert not isinstance(scorer, type(shared_meteor()))
         corpus, per = scorer.score(cands, refs)
         corpus2, per2 = scorer.score(cands[:9], refs[:9])  # a second corpus on the same server
+        assert meteor_remote.meteor_identity().startswith(f"server {meteor_version()} token:")
+    assert meteor_remote.meteor_events()["spot_checked_segments"] == 8  # 4 of each reply
     local, local_per = shared_meteor().score(cands, refs)
     assert corpus == local
     np.testing.assert_array_equal(per, local_per)
@@ -156,7 +161,7 @@ _SILENT += "print(s.getsockname()[1], flush=True); time.sleep(600)"
 def test_a_server_that_does_not_answer_is_refused(
     process_on_port: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(meteor_remote, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(meteor_remote, "LIMITS", meteor_remote.Limits(handshake_s=0.5))
     monkeypatch.setenv(SERVER_ENV, process_on_port)
     cands, refs = _corpus(7)
     t0 = time.perf_counter()
@@ -180,6 +185,7 @@ def test_where_the_server_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert server_address(default_state=state) is None  # none named, no default state file
     assert server_address("127.0.0.1:9", default_state=state) == "127.0.0.1:9"
     state.write_text(json.dumps({"address": "127.0.0.1:77"}), encoding="utf-8")
+    state.chmod(0o600)  # the state file holds the token: readable by its owner only
     assert server_address(default_state=state) == "127.0.0.1:77"  # unset: the default state file
     assert server_address("", default_state=state) is None  # set and empty: no server
     assert server_address(str(state), default_state=tmp_path / "none.json") == "127.0.0.1:77"
