@@ -11,6 +11,7 @@ from typing import Any
 
 from argus_eval.data.atomic import atomic_write_text
 from argus_eval.errors import ConfigError
+from argus_eval.metrics.meteor_remote import meteor_events
 from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.secrets import redact, redact_text
@@ -261,6 +262,8 @@ def run(
         "samples_jsonl_lines": n_samples,
         **({"corruptions": stats.inputs} if stats.inputs else {}),
         **({"judge": judged.to_json()} if plan.judges else {}),
+        # a named METEOR server's refusals and spot checks (this process's, metrics/meteor_remote.py)
+        **({"meteor": meteor} if (meteor := meteor_events()) else {}),
     }
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
         log["served"] = stats.call_logs
