@@ -3,7 +3,8 @@
 Needs the `serve` extra (transformers[serving]: fastapi, uvicorn, openai). The server serves exactly the
 directory it was started with, and a request's `model` must be that path. It is started through the
 transformers CLI entry point after the project's Qwen2.5-VL processor workaround (models/compat.py: a
-no-op when torchvision is installed), so that it loads the checkpoints the in-process adapter loads.
+no-op when torchvision is installed; transformers_serve_launch.py says why it is a file), so that it loads
+the checkpoints the in-process adapter loads.
 """
 
 from __future__ import annotations
@@ -24,14 +25,7 @@ from pathlib import Path
 import httpx
 
 SERVE_MODULES = ("fastapi", "uvicorn", "openai")
-_LAUNCH = (
-    "import sys\n"
-    "from argus_eval.models.compat import ensure_qwen_processor_compat\n"
-    "ensure_qwen_processor_compat()\n"
-    "from transformers.cli.transformers import main\n"
-    "sys.argv[0] = 'transformers'\n"
-    "sys.exit(main())\n"
-)
+_LAUNCH = Path(__file__).resolve().with_name("transformers_serve_launch.py")
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
@@ -115,7 +109,7 @@ def serving(checkpoints: dict[str, Path], log_dir: Path) -> Iterator[dict[str, S
         for name, path in checkpoints.items():
             port = free_port()
             log = log_dir / f"serve-{name}.log"
-            cmd = [sys.executable, "-c", _LAUNCH, "serve", str(path)]
+            cmd = [sys.executable, str(_LAUNCH), "serve", str(path)]
             cmd += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
             with log.open("wb") as fh:
                 proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
