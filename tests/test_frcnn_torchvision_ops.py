@@ -45,9 +45,14 @@ def _same_nms(boxes: torch.Tensor, scores: torch.Tensor, thresholds: tuple[float
         assert tv.nms(boxes, scores, t, limit=3).tolist() == want[:3].tolist()
 
 
-def test_torchvision_kernels_are_the_default_where_torchvision_imports() -> None:
-    assert _tv().name == "torchvision"
-    assert ops.PURE.name == "torch"
+def test_torchvision_kernels_are_the_default_where_torchvision_imports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _tv().name == "torchvision" and ops.PURE.name == "torch"
+    monkeypatch.setenv(ops.PURE_OPS_ENV, "1")  # forced: the plain-torch kernels
+    assert ops.default_kernels() is ops.PURE
+    monkeypatch.setenv(ops.PURE_OPS_ENV, "0")
+    assert ops.default_kernels().name == "torchvision"
 
 
 def test_nms_keeps_the_same_boxes_in_the_same_order_with_ties() -> None:
