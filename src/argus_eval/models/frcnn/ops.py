@@ -145,30 +145,36 @@ class Kernels:
 PURE = Kernels("torch", nms, roi_pool)
 
 
+def _tv_nms(
+    boxes: torch.Tensor, scores: torch.Tensor, threshold: float, limit: int | None = None
+) -> torch.Tensor:
+    """``nms`` on torchvision's kernel."""
+    from torchvision.ops import nms as tv_nms
+
+    # torchvision sorts the scores unstably (ties in any order, CPU and CUDA alike): sort them stably
+    # here and hand it strictly decreasing ranks, so ties keep input order as in nms above
+    order = torch.sort(scores, descending=True, stable=True).indices
+    ranks = -torch.arange(len(order), dtype=boxes.dtype, device=boxes.device)  # exact below 2**24
+    keep = order[tv_nms(boxes[order], ranks, float(threshold))]
+    return keep if limit is None else keep[:limit]
+
+
+def _tv_roi_pool(features: torch.Tensor, boxes: torch.Tensor, scale: float, size: int) -> torch.Tensor:
+    """``roi_pool`` on torchvision's kernel."""
+    from torchvision.ops import roi_pool as tv_roi_pool
+
+    pooled: torch.Tensor = tv_roi_pool(features[None], [boxes.to(features.dtype)], size, scale)
+    return pooled
+
+
 def _torchvision_kernels() -> Kernels | None:
     """torchvision's compiled nms and roi_pool, wrapped to this module's semantics; None when torchvision
     does not import (absent, or a wheel built for another torch, which fails registering its ops)."""
     try:
-        from torchvision import ops as tv
+        import torchvision.ops  # noqa: F401
     except (ImportError, OSError, RuntimeError):
         return None
-
-    def tv_nms(
-        boxes: torch.Tensor, scores: torch.Tensor, threshold: float, limit: int | None = None
-    ) -> torch.Tensor:
-        # torchvision sorts the scores unstably (ties in any order, CPU and CUDA alike): sort them stably
-        # here and hand it strictly decreasing ranks, so ties keep input order as in nms above
-        order = torch.sort(scores, descending=True, stable=True).indices
-        ranks = -torch.arange(len(order), dtype=boxes.dtype, device=boxes.device)  # exact below 2**24
-        keep = order[tv.nms(boxes[order], ranks, float(threshold))]
-        return keep if limit is None else keep[:limit]
-
-    def tv_roi_pool(features: torch.Tensor, boxes: torch.Tensor, scale: float, size: int) -> torch.Tensor:
-        rois = [boxes.to(features.dtype)]
-        pooled: torch.Tensor = tv.roi_pool(features[None], rois, output_size=size, spatial_scale=scale)
-        return pooled
-
-    return Kernels("torchvision", tv_nms, tv_roi_pool)
+    return Kernels("torchvision", _tv_nms, _tv_roi_pool)
 
 
 def default_kernels() -> Kernels:
