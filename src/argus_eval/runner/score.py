@@ -44,8 +44,8 @@ class ScoredCell:
     cache: CellCache | None = None
     # tokens the served model's server reported: per answered sample, and summed (None: none reported)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
-    # per judged sample: the judge's raw text, parsed verdict and fingerprint (runner/judging.py)
-    judged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per judged sample: one entry per judge (runner/judging.py judge_entry), on its samples.jsonl line
+    judged: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> dict[str, int] | None:
@@ -119,7 +119,7 @@ def _judged(cell: Cell, setup: JudgeSetup, store: Store, rows: list[RawRow]) -> 
     failures = {sid: str(r.error) for sid, r in records.items() if r.error is not None}
     judged = apply_judgments(cell, setup, store, ok, failures)
     result = cell.task.finalize(cell.dataset, cell.samples, ok, cell.protocol) if ok else None
-    return ScoredCell(cell, result, failures, judged=judged)
+    return ScoredCell(cell, result, failures, judged={sid: [e] for sid, e in judged.items()})
 
 
 def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
@@ -273,8 +273,8 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
                     line["usage"] = s.tokens[sid]
             else:
                 line.update({"prediction": None, "score": None, "error": s.failures.get(sid, "not run")})
-            if sid in s.judged:
-                line["judge"] = s.judged[sid]
+            if sid in s.judged:  # judged samples only: a run without a judge writes its lines as before
+                line["judges"] = sorted(s.judged[sid], key=lambda e: str(e["fingerprint"]))
             yield line
 
 
