@@ -19,7 +19,7 @@ import pytest
 
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
-from argus_eval.runner.score_cache import seal, unseal
+from argus_eval.runner.seal import seal, unseal
 from argus_eval.tasks import captioning
 from argus_eval.tasks.base import Task
 from pipeline_fixtures import tiny_config

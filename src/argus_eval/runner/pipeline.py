@@ -202,6 +202,7 @@ def run(
             pool.close()
         with building_long_lived():  # every cell's records, held until the results are written
             scored = score_cells(plan, store)
+        features_rejected = dict(store.features_rejected)  # this store's: another is opened below
     with writing(out_dir / "samples.jsonl"):
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
     with writing(out_dir / "skipped.jsonl"):
@@ -266,6 +267,8 @@ def run(
         **({"meteor": meteor} if (meteor := meteor_events()) else {}),
         # kept scored parts found damaged (digest, decode, non-finite) and recomputed (runner/score_cache.py)
         **({"scored_parts_rejected": rejected} if (rejected := rejected_parts(scored)) else {}),
+        # kept region features found damaged, deleted and extracted again, by reason (runner/store.py)
+        **({"features_rejected": features_rejected} if features_rejected else {}),
     }
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
         log["served"] = stats.call_logs

@@ -19,14 +19,13 @@ from argus_eval.runner.judging import apply_judgments
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.score_cache import (
     CellCache,
-    KeptPartError,
     RawRow,
     pack_result,
     record_hash,
     unpack_result,
     unpack_rows,
-    unseal,
 )
+from argus_eval.runner.seal import DamagedPartError, unseal
 from argus_eval.runner.store import Store
 from argus_eval.runner.usage import rows_tokens
 from argus_eval.scoring.types import CellData, CellKey
@@ -107,7 +106,7 @@ def _scored(
     blob = kept.get(f"rows:{digest}")
     try:
         kept_rows = {} if blob is None else unpack_rows(blob)
-    except KeptPartError as e:
+    except DamagedPartError as e:
         kept_rows, blob = {}, None
         rejected.append(f"finish rows: {e}")
     cache = CellCache(digest, kept_rows, None)
@@ -122,7 +121,7 @@ def _scored(
     if packed is not None:
         try:
             result, _names = unpack_result(packed, finish, extra)
-        except KeptPartError as e:
+        except DamagedPartError as e:
             rejected.append(f"cell result: {e}")
     if result is None:
         computed = fresh()
@@ -178,7 +177,7 @@ def _sound(kept: dict[str, bytes]) -> tuple[dict[str, bytes], dict[str, str]]:
     for key, value in kept.items():
         try:
             unseal(value)
-        except KeptPartError as e:
+        except DamagedPartError as e:
             bad[key] = str(e)
         else:
             ok[key] = value

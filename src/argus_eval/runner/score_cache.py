@@ -27,41 +27,12 @@ from typing import Any
 import numpy as np
 
 import argus_eval
+from argus_eval.runner.seal import DamagedPartError, require_finite, seal, unseal
 from argus_eval.tasks.answers import AnswerFormat
 from argus_eval.tasks.base import CellResult, Finish
 
 # Bump when finalize or a finish changes what it returns for the same records.
 CACHE_VERSION = "2"
-_SEAL = b"argus-sealed/1\0"
-_DIGEST = 16
-
-
-class KeptPartError(ValueError):
-    """A kept scored part that fails its digest, does not decode or holds a non-finite number (internal:
-    the caller recomputes the part and counts the reason; never shown as an error)."""
-
-
-def seal(blob: bytes) -> bytes:
-    """The value with a header and a digest of its content, as kept in the store."""
-    return _SEAL + hashlib.blake2b(blob, digest_size=_DIGEST).digest() + blob
-
-
-def unseal(sealed: bytes) -> bytes:
-    """The value a seal holds; KeptPartError when the header or the digest does not match."""
-    head = len(_SEAL) + _DIGEST
-    if len(sealed) < head or not sealed.startswith(_SEAL):
-        raise KeptPartError("no seal (truncated, or written by another version)")
-    digest, blob = sealed[len(_SEAL) : head], sealed[head:]
-    if hashlib.blake2b(blob, digest_size=_DIGEST).digest() != digest:
-        raise KeptPartError("content does not match its digest (edited or truncated)")
-    return blob
-
-
-def _finite(a: np.ndarray, what: str) -> np.ndarray:
-    if a.dtype.kind in "fc" and not np.isfinite(a).all():
-        raise KeptPartError(f"{what} holds a non-finite number")
-    return a
-
 
 RawRow = tuple[str, str | None, bytes | None, str | None, float]
 
@@ -109,15 +80,15 @@ def pack_rows(rows: dict[str, np.ndarray]) -> bytes:
 
 
 def unpack_rows(sealed: bytes) -> dict[str, np.ndarray]:
-    """Finish rows as packed; KeptPartError when damaged."""
+    """Finish rows as packed; DamagedPartError when damaged."""
     blob = unseal(sealed)
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as z:
             rows = {k: z[k] for k in z.files}
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:  # np.load's ways to fail
-        raise KeptPartError(f"finish rows do not decode ({type(e).__name__})") from None
+        raise DamagedPartError(f"finish rows do not decode ({type(e).__name__})") from None
     for k, a in rows.items():
-        _finite(a, f"finish row {k!r}")
+        require_finite(a, f"finish row {k!r}")
     return rows
 
 
@@ -147,15 +118,15 @@ def unpack_result(
     blob: bytes, finish: Finish, extra: Callable[[str], Finish]
 ) -> tuple[CellResult, list[str]]:
     """A packed cell result with the given finish and extras (extra(name) gives each); its extras' names.
-    KeptPartError when the packed value is damaged."""
+    DamagedPartError when the packed value is damaged."""
     plain = unseal(blob)
     try:
         head, components = _decode_result(plain)
         form = head["answer_format"]
         names: list[str] = head["extras"]
     except (OSError, ValueError, EOFError, KeyError, TypeError) as e:  # bad bytes, as json and np.load fail
-        raise KeptPartError(f"cell result does not decode ({type(e).__name__})") from None
-    _finite(components, "components")
+        raise DamagedPartError(f"cell result does not decode ({type(e).__name__})") from None
+    require_finite(components, "components")
     result = CellResult(
         sample_ids=head["sample_ids"],
         predictions=head["predictions"],
