@@ -12,7 +12,7 @@ import argus_eval
 
 ROOT = Path(argus_eval.__file__).parent
 DOC = ROOT.parents[1] / "docs" / "architecture.md"
-SHARED = {"errors", "registry", "argus_eval"}  # every wing may import these (the package: its version)
+SHARED = {"errors", "registry", "version"}  # every wing may import these (the root imports the runner)
 
 
 def _module_name(path: Path) -> str:
