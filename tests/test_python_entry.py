@@ -29,8 +29,10 @@ from argus_eval.models.loading import load_model
 from argus_eval.models.objects import ObjectModel
 from argus_eval.models.protocols import ModelInfo, classifies, embeds, generates
 from argus_eval.models.spec import ModelConfig
+from argus_eval.report.build import write_reports
 from argus_eval.report.csv_export import scorecard_csv
 from argus_eval.results_model import load_results, results_json
+from argus_eval.runner.entry import _model_entries
 from report_fixtures import HOSTILE_MODEL, make_run
 
 # What results.json holds that timing measured: the timing trials, and latency and throughput in each
@@ -167,10 +169,12 @@ def test_a_wrapped_zoo_model_gives_the_clis_results_and_a_rerun_asks_it_nothing(
     # a new object of the same class under the same name (a notebook's rerun): nothing is asked of it
     again = WrappedClip(clip)
     text = (out / "results.json").read_text()
-    argus_eval.evaluate(path, models={"CLIP": {"spec": again, **ENTRY}}, out=out, quiet=True)
+    models = {"CLIP": {"spec": again, **ENTRY}}
+    argus_eval.evaluate(path, models=models, out=out, quiet=True, reports=write_reports)
     log = _log(out)
     assert (again.calls, log["forward_calls"], log["records_written"]) == (0, 0, 0)
     assert (out / "results.json").read_text() == text
+    assert "object:CLIP" in (out / "report.html").read_text()  # the reports argus run writes, on asking
 
     # a fingerprint of its own (the model changed under the same name): every record again
     changed = WrappedClip(clip)
@@ -217,6 +221,43 @@ def test_the_command_line_cannot_load_an_object_and_says_where_one_is_given(
     assert _cli(["run", "-c", str(path), "-o", str(tmp_path / "out"), "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "argus_eval.evaluate" in err and "docs/python.md" in err, err
+
+
+def test_docs_example_runs_and_its_rerun_calls_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (Path(__file__).parents[1] / "docs" / "python.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "docs/python.md", "exec"), scope)
+    res = scope["results"]
+    assert set(res.models) == {"mine", "CLIP"}
+    assert res.models["mine"].value("P") == res.models["CLIP"].value("P") is not None  # the same answers
+    assert sorted(res.to_pandas().index) == ["CLIP", "mine"]
+    exec(compile(code, "docs/python.md", "exec"), {})
+    log = _log(tmp_path / "runs" / "python-demo")
+    assert (log["forward_calls"], log["records_written"]) == (0, 0)
+
+
+def test_a_model_value_may_be_a_spec_an_entry_or_a_model_config() -> None:
+    entries, objects = _model_entries(
+        {
+            "a": "zoo:clip",
+            "b": {"spec": "zoo:clip", "batch_size": 3},
+            "c": ModelConfig(name="ignored", spec="zoo:clip", batch_size=5),
+            "d": {"spec": _Generator(), "options": {"fingerprint": "v1"}},
+        }
+    )
+    assert [(e["name"], e["spec"], e.get("batch_size")) for e in entries] == [
+        ("a", "zoo:clip", None),
+        ("b", "zoo:clip", 3),
+        ("c", "zoo:clip", 5),
+        ("d", "object:d", None),
+    ]
+    kind = f"{_Generator.__module__}.{_Generator.__qualname__}"
+    assert entries[3]["options"] == {"object_class": kind, "fingerprint": "v1"}
+    assert list(objects) == ["object:d"] and isinstance(objects["object:d"], _Generator)
 
 
 class _Generator:

@@ -50,8 +50,8 @@ def _config_data(config: ConfigSource) -> tuple[dict[str, Any], str]:
 def _model_entries(models: Mapping[str, object]) -> tuple[list[dict[str, Any]], dict[str, object]]:
     """The config's models section from evaluate's models mapping, and spec -> object for the loader.
 
-    A value is a spec (``"zoo:clip"``), a model object, or a model entry's keys without its name
-    (``{"spec": obj_or_spec, "batch_size": 8, "options": {"fingerprint": "v2"}}``)."""
+    A value is a spec (``"zoo:clip"``), a model object, a ModelConfig, or a model entry's keys without its
+    name (``{"spec": obj_or_spec, "batch_size": 8, "options": {"fingerprint": "v2"}}``)."""
     if not isinstance(models, Mapping):
         raise ConfigError(
             f"evaluate: models is a {type(models).__name__}; give a mapping of each model's name to a spec "
@@ -60,6 +60,8 @@ def _model_entries(models: Mapping[str, object]) -> tuple[list[dict[str, Any]], 
     entries: list[dict[str, Any]] = []
     objects: dict[str, object] = {}
     for name, value in models.items():
+        if isinstance(value, ModelConfig):
+            value = value.model_dump(mode="json")
         entry: dict[str, Any] = dict(value) if isinstance(value, Mapping) else {"spec": value}
         entry["name"] = name
         obj = entry.get("spec")
