@@ -36,7 +36,8 @@ from argus_eval.runner.entry import _model_entries
 from report_fixtures import HOSTILE_MODEL, make_run
 
 # What results.json holds that timing measured: the timing trials, and latency and throughput in each
-# efficiency profile (memory on CPU, FLOPs and parameters are counted, so they must agree).
+# efficiency profile (memory on CPU, FLOPs and parameters are counted, so they must agree; E, relative to
+# the best model of each timing round, is 1 for a lone model either way).
 TIMED = ("latency_ms_p50", "latency_ms_p95", "throughput_per_s")
 # Every member of the capability protocols (models/protocols.py), listed by hand.
 MEMBERS = (
@@ -148,13 +149,13 @@ def test_a_wrapped_zoo_model_gives_the_clis_results_and_a_rerun_asks_it_nothing(
     assert wrapped.calls > 0 and wrapped.calls == first["forward_calls"]
     assert results_json(res) == mine  # what it returns is the file it wrote
 
-    # the model's identity: its object: spec, class and a fingerprint of its own (not the zoo's records)
+    # the model's identity: its object: spec, class, capabilities and a fingerprint of its own (not the zoo's)
     kind = f"{WrappedClip.__module__}.{WrappedClip.__qualname__}"
     entry = mine["manifest"]["config"]["models"][0]
     assert entry == {
         **cli["manifest"]["config"]["models"][0],
         "spec": "object:CLIP",
-        "options": {"object_class": kind},
+        "options": {"object_class": kind, "capabilities": ["embed"]},
     }
     assert mine["manifest"]["models"]["CLIP"]["spec"] == "object:CLIP"
     fp = mine["manifest"]["models"]["CLIP"]["fingerprint"]
@@ -256,7 +257,11 @@ def test_a_model_value_may_be_a_spec_an_entry_or_a_model_config() -> None:
         ("d", "object:d", None),
     ]
     kind = f"{_Generator.__module__}.{_Generator.__qualname__}"
-    assert entries[3]["options"] == {"object_class": kind, "fingerprint": "v1"}
+    assert entries[3]["options"] == {
+        "object_class": kind,
+        "capabilities": ["classify", "generate"],
+        "fingerprint": "v1",
+    }
     assert list(objects) == ["object:d"] and isinstance(objects["object:d"], _Generator)
 
 

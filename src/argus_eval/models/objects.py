@@ -7,9 +7,9 @@ model (``info``, a call counter, ``close``) and counts its calls. The capabiliti
 whose members it has (``generate`` read as following instructions: a captioner declares ``caption``).
 
 Its part of the model fingerprint (what the store keys its records on, so that a rerun resumes) is its
-name and the options ``evaluate`` writes into its model entry: the object's class and a fingerprint
-(``options.fingerprint`` of the entry, else the object's ``fingerprint`` attribute, else its
-``info.fingerprint``). Nothing is read from the object itself at planning, so a rerun asks it nothing.
+name and the options ``evaluate`` writes into its model entry: the object's class, its capabilities and
+a fingerprint (``options.fingerprint`` of the entry, else the object's ``fingerprint`` attribute, else
+its ``info.fingerprint``). Nothing is read from the object itself at planning, so a rerun asks it nothing.
 
 The scheme cannot load an object: a run config may name ``object:NAME``, but only ``evaluate``, which
 holds the objects, hands them to its run's loader (``runner/entry.py``); no module keeps them.
@@ -96,14 +96,18 @@ def object_capabilities(obj: object, name: str) -> frozenset[str]:
     )
 
 
-def object_options(obj: object, fingerprint: str | None) -> dict[str, Any]:
-    """The options evaluate writes into obj's model entry (its part of the fingerprint): its class and a
-    fingerprint, the one given, else its fingerprint attribute, else its info's."""
+def object_options(obj: object, name: str, fingerprint: str | None) -> dict[str, Any]:
+    """The options evaluate writes into obj's model entry (its part of the fingerprint): its class, the
+    capabilities it offers (ModelObjectError when none) and a fingerprint: the one given, else its
+    fingerprint attribute, else its info's. The capabilities are in it because the store keeps a model's
+    info under its fingerprint: an object given a new member under the same fingerprint must not be
+    planned with the capabilities it had."""
+    capabilities = object_capabilities(obj, name)
     if fingerprint is None:
         attr = getattr(obj, "fingerprint", None)
         info = _info(obj)
         fingerprint = attr if isinstance(attr, str) else (info.fingerprint if info is not None else None)
-    options: dict[str, Any] = {"object_class": _kind(obj)}
+    options: dict[str, Any] = {"object_class": _kind(obj), "capabilities": sorted(capabilities)}
     if fingerprint is not None:
         options["fingerprint"] = fingerprint
     return options
@@ -128,7 +132,10 @@ class ObjectModel:
             fingerprint=fingerprint,
             capabilities=caps,
             family=OBJECT_SCHEME if info is None else info.family,
-            dtype=str(getattr(obj, "dtype", cfg.dtype if info is None else info.dtype)),
+            # str(): a torch model's own dtype and device attributes are torch objects ("torch.float32")
+            dtype=str(getattr(obj, "dtype", cfg.dtype if info is None else info.dtype)).removeprefix(
+                "torch."
+            ),
             device=str(getattr(obj, "device", "cpu" if info is None else info.device)),
             params=params if isinstance(params, int) and not isinstance(params, bool) else None,
         )

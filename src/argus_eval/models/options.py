@@ -110,10 +110,12 @@ class NullOptions(SchemeOptions):
 
 
 class ObjectOptions(SchemeOptions):
-    """Written by argus_eval.evaluate into an object model's entry (models/objects.py): both are in the
-    model fingerprint, so a rerun of the same object resumes and another class or fingerprint recomputes."""
+    """Written by argus_eval.evaluate into an object model's entry (models/objects.py): all are in the
+    model fingerprint, so a rerun of the same object resumes and another class, set of capabilities or
+    fingerprint recomputes."""
 
     object_class: str | None = Field(default=None, description="The object's module and class.")
+    capabilities: list[str] | None = Field(default=None, description="The capabilities the object offers.")
     fingerprint: str | None = Field(
         default=None,
         description="What identifies the object's answers (a version; a path is hashed by content). "

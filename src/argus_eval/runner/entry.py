@@ -16,7 +16,7 @@ from typing import Any
 
 from argus_eval.errors import ConfigError
 from argus_eval.models.loading import load_model, model_fingerprint
-from argus_eval.models.objects import ObjectModel, object_capabilities, object_options, object_spec
+from argus_eval.models.objects import ObjectModel, object_options, object_spec
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import Results
@@ -66,9 +66,10 @@ def _model_entries(models: Mapping[str, object]) -> tuple[list[dict[str, Any]], 
         entry["name"] = name
         obj = entry.get("spec")
         if obj is not None and not isinstance(obj, str):
-            object_capabilities(obj, name)  # ModelObjectError now, before any work
             options = dict(entry.get("options") or {})
-            entry["options"] = {**object_options(obj, options.pop("fingerprint", None)), **options}
+            fingerprint = options.pop("fingerprint", None)
+            # ModelObjectError now, before any work; the class and capabilities are the object's own
+            entry["options"] = {**options, **object_options(obj, name, fingerprint)}
             entry["spec"] = object_spec(name)
             objects[entry["spec"]] = obj
         entries.append(entry)
