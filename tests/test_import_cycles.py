@@ -151,6 +151,13 @@ def test_models_import_nothing_above_them() -> None:
     } == set()
 
 
+def test_no_module_imports_the_package_root_which_imports_the_runner() -> None:
+    # the root exports evaluate (runner/entry.py) on first use; the version lives in argus_eval.version
+    edges = _edges()
+    assert "argus_eval.runner.entry" in edges["argus_eval"]
+    assert sorted(m for m, deps in edges.items() if "argus_eval" in deps) == []
+
+
 def test_the_checks_see_a_cycle_and_a_forbidden_import() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     # a deferred import inside a function counts as much as a top-level one

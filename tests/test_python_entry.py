@@ -23,7 +23,7 @@ import yaml
 
 import argus_eval
 from argus_eval.cli import main
-from argus_eval.errors import ArgusError, ModelObjectError
+from argus_eval.errors import ArgusError, ConfigError, ModelObjectError
 from argus_eval.models import protocols
 from argus_eval.models.loading import load_model
 from argus_eval.models.objects import ObjectModel
@@ -32,7 +32,8 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.report.build import write_reports
 from argus_eval.report.csv_export import scorecard_csv
 from argus_eval.results_model import load_results, results_json
-from argus_eval.runner.entry import _model_entries
+from argus_eval.runner.config import load_config, parse_config
+from argus_eval.runner.entry import _config_data, _model_entries
 from report_fixtures import HOSTILE_MODEL, make_run
 
 # What results.json holds that timing measured: the timing trials, and latency and throughput in each
@@ -263,6 +264,18 @@ def test_a_model_value_may_be_a_spec_an_entry_or_a_model_config() -> None:
         "fingerprint": "v1",
     }
     assert list(objects) == ["object:d"] and isinstance(objects["object:d"], _Generator)
+
+
+def test_a_config_may_be_a_path_a_mapping_or_a_run_config(tmp_path: Path) -> None:
+    cfg = _config(tmp_path / "cache")
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    spec = load_config(path)
+    for given in (path, str(path), cfg, spec, spec.written):
+        data, source = _config_data(given)
+        assert parse_config(data, source).written == spec.written, given
+    with pytest.raises(ConfigError, match="give a config file's path"):
+        _config_data(42)  # type: ignore[arg-type]
 
 
 class _Generator:
