@@ -212,6 +212,13 @@ def test_an_object_with_no_capability_is_one_error_naming_the_members(cache: Pat
     with pytest.raises(ModelObjectError, match="classify needs labels"):
         argus_eval.evaluate(_config(cache), models={"vqa": Unlabelled()}, out=out, quiet=True)
 
+    for declared, wanted in (("embed", "give a set of capability names"), ({"telepathy"}, "unknown")):
+        odd = _Generator()
+        odd.capabilities = declared  # type: ignore[attr-defined]
+        with pytest.raises(ModelObjectError, match=wanted):
+            argus_eval.evaluate(_config(cache), models={"odd": odd}, out=out, quiet=True)
+    assert not out.exists()
+
 
 def test_the_command_line_cannot_load_an_object_and_says_where_one_is_given(
     cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -9,7 +9,8 @@ whose members it has (``generate`` read as following instructions: a captioner d
 Its part of the model fingerprint (what the store keys its records on, so that a rerun resumes) is its
 name and the options ``evaluate`` writes into its model entry: the object's class, its capabilities and
 a fingerprint (``options.fingerprint`` of the entry, else the object's ``fingerprint`` attribute, else
-its ``info.fingerprint``). Nothing is read from the object itself at planning, so a rerun asks it nothing.
+its ``info.fingerprint``). None of its members is called to plan a run, so a rerun whose records are
+all stored calls none.
 
 The scheme cannot load an object: a run config may name ``object:NAME``, but only ``evaluate``, which
 holds the objects, hands them to its run's loader (``runner/entry.py``); no module keeps them.
@@ -18,7 +19,7 @@ holds the objects, hands them to its run's loader (``runner/entry.py``); no modu
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from argus_eval.errors import ModelLoadError, ModelObjectError
@@ -44,15 +45,19 @@ def _info(obj: object) -> ModelInfo | None:
     return info if isinstance(info, ModelInfo) else None
 
 
-def _declared(obj: object) -> frozenset[str] | None:
+def _declared(obj: object, who: str) -> frozenset[str] | None:
     """The capabilities obj declares (its capabilities attribute, else its info's), or None."""
     given = getattr(obj, "capabilities", None)
     if given is None:
         info = _info(obj)
         return None if info is None else info.capabilities
-    if isinstance(given, str) or not all(isinstance(c, str) for c in given):
+    if (
+        isinstance(given, str)
+        or not isinstance(given, Iterable)
+        or not all(isinstance(c, str) for c in given)
+    ):
         raise ModelObjectError(
-            f"the object ({_kind(obj)}) has capabilities {given!r}: give a set of capability names "
+            f"{who} has capabilities {given!r}: give a set of capability names "
             f"({', '.join(CAPABILITY_MEMBERS)})"
         )
     return frozenset(given)
@@ -66,7 +71,7 @@ def object_capabilities(obj: object, name: str) -> frozenset[str]:
     """The capabilities obj offers as model name; ModelObjectError naming the missing members when it
     offers none, or lacks a member of one it declares."""
     who = f"model {name!r}: the object ({_kind(obj)})"
-    declared = _declared(obj)
+    declared = _declared(obj, who)
     if declared is not None:
         unknown = sorted(declared - set(CAPABILITY_MEMBERS))
         if unknown:
@@ -126,17 +131,17 @@ class ObjectModel:
             setattr(self, member, self._counted(value) if callable(value) else tuple(value))
         info = _info(obj)
         params = getattr(obj, "params", None if info is None else info.params)
+        # str(): a torch model's own dtype and device attributes are torch objects (torch.float32)
+        dtype = str(getattr(obj, "dtype", cfg.dtype if info is None else info.dtype)).removeprefix("torch.")
+        device = str(getattr(obj, "device", "cpu" if info is None else info.device))
         self.info = ModelInfo(
             name=cfg.name,
             spec=cfg.spec,
             fingerprint=fingerprint,
             capabilities=caps,
             family=OBJECT_SCHEME if info is None else info.family,
-            # str(): a torch model's own dtype and device attributes are torch objects ("torch.float32")
-            dtype=str(getattr(obj, "dtype", cfg.dtype if info is None else info.dtype)).removeprefix(
-                "torch."
-            ),
-            device=str(getattr(obj, "device", "cpu" if info is None else info.device)),
+            dtype=dtype,
+            device=device,
             params=params if isinstance(params, int) and not isinstance(params, bool) else None,
         )
 
