@@ -66,7 +66,12 @@ def _model_entries(models: Mapping[str, object]) -> tuple[list[dict[str, Any]], 
         entry["name"] = name
         obj = entry.get("spec")
         if obj is not None and not isinstance(obj, str):
-            options = dict(entry.get("options") or {})
+            given = entry.get("options") or {}
+            if not isinstance(given, Mapping):
+                raise ConfigError(
+                    f"evaluate: models[{name!r}].options is a {type(given).__name__}; give a mapping"
+                )
+            options = dict(given)
             fingerprint = options.pop("fingerprint", None)
             # ModelObjectError now, before any work; the class and capabilities are the object's own
             entry["options"] = {**options, **object_options(obj, name, fingerprint)}
