@@ -16,8 +16,11 @@ TORCHVISION_VERSION="${ARGUS_TV_TORCHVISION:-0.29.1}"
 BASE_PY="${PYTHON:-python3}"
 PY="$VENV/bin/python"
 STAMP="$VENV/.argus-stamp"
-# The stamp ties a built venv to its pins and to this checkout's dependency list.
-WANT="torch=$TORCH_VERSION torchvision=$TORCHVISION_VERSION $(sha256sum pyproject.toml | cut -c1-16) $(pwd)"
+# The extras the processor tests, the served test's stock Qwen2.5-VL server and a default run need (no
+# ray: the tests in this env do not use it).
+EXTRAS="hf,robustness,report,api,metrics,serve,dev"
+# The stamp ties a built venv to its pins, its extras and this checkout's dependency list.
+WANT="torch=$TORCH_VERSION torchvision=$TORCHVISION_VERSION [$EXTRAS] $(sha256sum pyproject.toml | cut -c1-16) $(pwd)"
 
 if [[ -x "$PY" && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]] \
   && "$PY" -c "import torchvision, transformers, argus_eval" >/dev/null 2>&1; then
@@ -27,8 +30,7 @@ fi
 [[ -x "$PY" ]] || "$BASE_PY" -m venv "$VENV"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 "$PY" -m pip install --quiet "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION"
-# The extras the processor tests and a default run need (no ray: the tests in this env do not use it).
-"$PY" -m pip install --quiet -e ".[hf,robustness,report,api,metrics,dev]"
+"$PY" -m pip install --quiet -e ".[$EXTRAS]"
 "$PY" -c "import torch, torchvision, transformers; print('torchvision env:', torch.__version__, \
 torchvision.__version__, 'transformers', transformers.__version__)" >&2
 echo "$WANT" >"$STAMP"

@@ -177,12 +177,15 @@ def test_a_loopback_server_as_judge_and_its_failed_calls_are_retried(tmp_path: P
         kept = [x for x in lines if x["prediction"] is not None]
         expected = np.mean([float(x["prediction"] in x["reference"]) for x in kept])
         # each judged sample shows why: the judge's raw text, its reading and the judge that read it
-        assert all("judge" not in x for x in lost)  # never judged: nothing to show
+        for x in lost:  # the call failed: its reason shows, no verdict
+            assert x["judges"] == [{"fingerprint": res["judges"][0]["fingerprint"], "raw": None,
+                                    "verdict": None, "error": x["error"]}]  # fmt: skip
         for x in kept:
             right = x["prediction"] in x["reference"]
-            assert x["judge"]["raw"] == ("Yes, correct." if right else "No, that is wrong.")
-            assert x["judge"]["verdict"] == float(right)
-            assert x["judge"]["fingerprint"] == res["judges"][0]["fingerprint"]
+            (entry,) = x["judges"]
+            assert entry["raw"] == ("Yes, correct." if right else "No, that is wrong.")
+            assert entry["verdict"] == float(right) and "error" not in entry
+            assert entry["fingerprint"] == res["judges"][0]["fingerprint"]
         (card,) = res["scorecard_cells"]
         assert res["judges"][0]["primary"] == "judge"
         assert card["score"] == pytest.approx(expected)  # the judged score is primary
@@ -216,8 +219,9 @@ def test_a_judged_captioning_cell_keeps_its_coco_score_primary(tmp_path: Path) -
     kept = {s["sample_id"] for s in map(json.loads, (out / "samples.jsonl").read_text().splitlines())
             if s["prediction"] is not None}  # fmt: skip
     assert c1["failed"] == n - len(kept) == n // 3  # every third verdict ("maybe") does not parse
-    shown = [s["judge"] for s in map(json.loads, (out / "samples.jsonl").read_text().splitlines())]
+    shown = [s["judges"][0] for s in map(json.loads, (out / "samples.jsonl").read_text().splitlines())]
     assert sorted(j["raw"] for j in shown if j["verdict"] is None) == ["maybe"] * (n // 3)
+    assert all(("error" in j) == (j["verdict"] is None) for j in shown)  # an unread verdict says why
     assert c1["metrics"]["judge"] == pytest.approx(0.5)  # yes, no, yes, no ... over the parsed ones
     assert {k: v for k, v in c1["metrics"].items() if k not in {"judge", "coco"}}.keys() == c0[
         "metrics"

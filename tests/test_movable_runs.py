@@ -7,12 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from argus_eval.cli import main
 from argus_eval.runner.config import parse_config
+from argus_eval.runner.datasets import moved_data_hint
 from argus_eval.runner.pipeline import run
+from hardening_fixtures import karpathy_dataset
 
 
 def _config(root: Path) -> dict[str, Any]:
@@ -59,3 +65,55 @@ def test_a_copied_run_and_its_data_rerun_with_no_model_call(tmp_path: Path) -> N
     assert _results(b / "out", b) == _results(a / "out", a)
     lines_a = (a / "out" / "samples.jsonl").read_text().replace(str(a), "ROOT")
     assert (b / "out" / "samples.jsonl").read_text().replace(str(b), "ROOT") == lines_a
+
+
+def _run_cli(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["argus", *argv])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    code = ei.value.code
+    return (code if isinstance(code, int) else 0), capsys.readouterr().err
+
+
+def test_data_moved_from_its_root_is_one_line_naming_the_file_and_the_data_root_to_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = tmp_path / "old", tmp_path / "elsewhere" / "new"
+    karpathy_dataset(old / "karpathy")
+    entry = {
+        "name": "k3",
+        "format": "karpathy",
+        "annotations": "karpathy/dataset_coco.json",
+        "images": "karpathy/images",
+    }
+    cfg = {**_config(tmp_path), "data_root": str(old), "datasets": [entry], "tasks": ["retrieval"]}
+    path = tmp_path / "run.yaml"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    argv = ["run", "-c", str(path), "--dry-run"]
+    assert _run_cli(argv, monkeypatch, capsys)[0] == 0
+    new.parent.mkdir(parents=True)
+    shutil.move(old, new)
+
+    code, err = _run_cli(argv, monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    words = " ".join(lines[0].split())
+    missing = old / "karpathy" / "dataset_coco.json"
+    assert words == (
+        f"error: Karpathy split file {missing} not found; data_root is {old}: if the data moved, pass "
+        "--data-root DIR, the folder where DIR/karpathy/dataset_coco.json is"
+    )
+    # the hint's fix works
+    assert _run_cli([*argv, "--data-root", str(new)], monkeypatch, capsys)[0] == 0
+
+
+def test_the_hint_for_paths_outside_any_data_root() -> None:
+    assert moved_data_hint(Path("/abs/a.json"), None).startswith("the config names it by an absolute path")
+    assert moved_data_hint(Path("/abs/a.json"), Path("/other")).startswith(
+        "the config names it by an absolute"
+    )
+    assert moved_data_hint(Path("rel/a.json"), None) == (
+        "if the data is elsewhere, pass --data-root DIR, the folder where DIR/rel/a.json is"
+    )

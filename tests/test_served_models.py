@@ -5,11 +5,18 @@ in process (zoo:gemma3, zoo:qwen2_5_vl) and through the api: scheme against a re
 checkpoint. Every stored answer must be the in-process one, no stored answer may hold a chat-template or
 special token of either tokenizer, and a model name the server does not serve fails every sample with
 the server's message.
+
+The servers are stock `transformers serve` (transformers' CLI module, no PYTHONPATH, the shipped
+checkpoint directories), as a user would start them. Stock transformers serves Qwen2.5-VL only where
+torchvision is installed, so that server runs in the torchvision environment (ARGUS_TV_PYTHON, set by
+.ci/run); without one, Qwen2.5-VL's served test is skipped with the command that makes it run.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +28,7 @@ import pytest
 from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
-from transformers_server import Server, missing_serve_modules, serving, with_video_processor_config
+from transformers_server import Server, missing_serve_modules, serve_command, serving, torchvision_python
 
 pytestmark = pytest.mark.skipif(
     bool(missing_serve_modules()),
@@ -30,6 +37,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 ZOO = {"Gemma-3": "gemma3", "Qwen2.5-VL": "qwen2_5_vl"}
+TV_PYTHON = torchvision_python()
+# The Python each model's server runs in: stock transformers needs torchvision for Qwen2.5-VL's processor.
+PYTHONS = {"Gemma-3": sys.executable, **({"Qwen2.5-VL": TV_PYTHON} if TV_PYTHON else {})}
+TV_HINT = "ARGUS_TV_PYTHON=$(bash scripts/torchvision_env.sh | tail -n 1)"
 N_IMAGES, QUESTIONS_PER_IMAGE = 8, 5
 SHAPES = {
     "format": "shapesworld",
@@ -66,11 +77,30 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
     root = tmp_path_factory.mktemp("served")
-    # The shipped Qwen2.5-VL checkpoint may lack video_preprocessor_config.json, without which transformers
-    # (with torchvision) cannot build its processor: the server gets a copy with the file added if missing.
-    qwen = with_video_processor_config(CHECKPOINTS / "qwen2_5_vl", root / "qwen2_5_vl")
-    with serving({"Gemma-3": CHECKPOINTS / "gemma3", "Qwen2.5-VL": qwen}, root) as started:
+    wanted = {name: (CHECKPOINTS / ZOO[name], python) for name, python in PYTHONS.items()}
+    with serving(wanted, root) as started:
         yield started
+
+
+def test_the_servers_are_stock_transformers_serve(servers: dict[str, Server]) -> None:
+    """No project code in a server: transformers' own CLI, the shipped checkpoint, no PYTHONPATH."""
+    for name, server in servers.items():
+        port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+        assert server.command == serve_command(PYTHONS[name], CHECKPOINTS / ZOO[name], port)
+        assert server.command[1:4] == ["-m", "transformers.cli.transformers", "serve"]
+        assert not [
+            a for a in server.command[1:] if "argus" in a.lower() and a != str(CHECKPOINTS / ZOO[name])
+        ]
+        assert "PYTHONPATH" not in server.env
+        cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        assert [a.decode() for a in cmdline] == server.command
+
+
+def test_qwen_is_served_where_torchvision_is() -> None:
+    if TV_PYTHON is None:
+        pytest.skip(f"stock transformers serve needs torchvision for Qwen2.5-VL; run with {TV_HINT}")
+    assert "Qwen2.5-VL" in PYTHONS
+    assert os.path.exists(TV_PYTHON)
 
 
 def _lines(out: Path) -> list[dict[str, Any]]:
@@ -108,7 +138,7 @@ def test_served_answers_are_the_in_process_answers(
 ) -> None:
     t0 = time.perf_counter()
     # In process first: it runs while the servers load.
-    local = [{"name": n, "spec": f"zoo:{z}", "device": "cpu", "batch_size": 8} for n, z in ZOO.items()]
+    local = [{"name": n, "spec": f"zoo:{ZOO[n]}", "device": "cpu", "batch_size": 8} for n in servers]
     inproc = run(parse_config(_config(cache, local), "in-process"), tmp_path / "in", quiet=True)
     for server in servers.values():
         server.wait_ready()
@@ -122,6 +152,7 @@ def test_served_answers_are_the_in_process_answers(
             answers.setdefault((line["model"], line["task"], line["sample_id"]), {})[side] = line
     specials = set().union(*(_special_tokens(CHECKPOINTS / z) for z in ZOO.values()))
     assert {"<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>"} <= specials
+    assert set(servers) == set(PYTHONS)
 
     counts: dict[str, dict[str, int]] = {}
     for (model, task, _sid), pair in sorted(answers.items()):

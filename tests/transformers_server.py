@@ -1,18 +1,16 @@
 """`transformers serve` of one local checkpoint on 127.0.0.1, for the tests of served models.
 
 Needs the `serve` extra (transformers[serving]: fastapi, uvicorn, openai). The server serves exactly the
-directory it was started with, and a request's `model` must be that path. It is started through the
-transformers CLI entry point after the project's Qwen2.5-VL processor workaround (models/compat.py: a
-no-op when torchvision is installed; transformers_serve_launch.py says why it is a file), so that it loads
-the checkpoints the in-process adapter loads.
+directory it was started with, and a request's `model` must be that path. It is stock: transformers' own
+CLI module, in an environment without PYTHONPATH, so nothing of this project runs in the server. Stock
+transformers builds a Qwen2.5-VL processor only with torchvision installed (its video processor needs it):
+such a server runs in the torchvision environment (scripts/torchvision_env.sh) that ARGUS_TV_PYTHON names.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,8 +23,32 @@ from pathlib import Path
 import httpx
 
 SERVE_MODULES = ("fastapi", "uvicorn", "openai")
-_LAUNCH = Path(__file__).resolve().with_name("transformers_serve_launch.py")
-SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def serve_command(python: str, checkpoint: Path, port: int) -> list[str]:
+    """Stock `transformers serve` of one checkpoint on 127.0.0.1, on CPU."""
+    module = "transformers.cli.transformers"
+    return [
+        python,
+        "-m",
+        module,
+        "serve",
+        str(checkpoint),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+    ]
+
+
+def torchvision_python() -> str | None:
+    """A Python whose transformers sees torchvision: this one where torchvision is installed, else the
+    torchvision environment's that ARGUS_TV_PYTHON names (.ci/run sets it), else None."""
+    if importlib.util.find_spec("torchvision") is not None:
+        return sys.executable
+    return os.environ.get("ARGUS_TV_PYTHON") or None
 
 
 def missing_serve_modules() -> list[str]:
@@ -41,22 +63,6 @@ def free_port() -> int:
         return port
 
 
-def with_video_processor_config(checkpoint: Path, into: Path) -> Path:
-    """A copy of a Qwen2.5-VL checkpoint that has video_preprocessor_config.json.
-
-    transformers' Qwen2.5-VL processor (with torchvision installed) loads a video processor too, from that
-    file; a checkpoint saved without one cannot be served. The video processor gets the image processor's
-    settings, as transformers' own Qwen2.5-VL checkpoints ship them."""
-    shutil.copytree(checkpoint, into)
-    target = into / "video_preprocessor_config.json"
-    if not target.is_file():
-        image = json.loads((into / "processor_config.json").read_text())["image_processor"]
-        video = {**image, "video_processor_type": "Qwen2VLVideoProcessor"}
-        video.pop("image_processor_type", None)
-        target.write_text(json.dumps(video, indent=2) + "\n")
-    return into
-
-
 @dataclass
 class Server:
     """A started server: its process, URL, the model path a request must name, and its log."""
@@ -65,6 +71,8 @@ class Server:
     base_url: str
     model_path: str
     log: Path
+    command: list[str]
+    env: dict[str, str]
 
     def spec(self, model_name: str | None = None) -> str:
         """The api: spec of this server's model (or of another name, which it refuses)."""
@@ -100,20 +108,19 @@ class Server:
 
 
 @contextmanager
-def serving(checkpoints: dict[str, Path], log_dir: Path) -> Iterator[dict[str, Server]]:
-    """Start one server per checkpoint directory at once (they load in parallel), stop them all at exit.
-    Readiness is each Server's wait_ready, so that work can overlap their start."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+def serving(checkpoints: dict[str, tuple[Path, str]], log_dir: Path) -> Iterator[dict[str, Server]]:
+    """Start one server per (checkpoint directory, python) at once (they load in parallel), stop them all
+    at exit. Readiness is each Server's wait_ready, so that work can overlap their start."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     servers: dict[str, Server] = {}
     try:
-        for name, path in checkpoints.items():
+        for name, (path, python) in checkpoints.items():
             port = free_port()
             log = log_dir / f"serve-{name}.log"
-            cmd = [sys.executable, str(_LAUNCH), "serve", str(path)]
-            cmd += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+            cmd = serve_command(python, path, port)
             with log.open("wb") as fh:
                 proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
-            servers[name] = Server(proc, f"http://127.0.0.1:{port}/v1", str(path), log)
+            servers[name] = Server(proc, f"http://127.0.0.1:{port}/v1", str(path), log, cmd, env)
         yield servers
     finally:
         for server in servers.values():

@@ -5,6 +5,8 @@ The CLI turns any ArgusError into one line on stderr and exit status 2.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class ArgusError(Exception):
     """Base of every error ARGUS-EVAL raises on purpose (user-facing, one line).
@@ -33,6 +35,15 @@ class RegistryError(ArgusError):
 
 class DatasetError(ArgusError):
     """An annotation file is missing, malformed, or inconsistent (names file, record and field)."""
+
+
+class DataNotFoundError(DatasetError):
+    """A data file or folder a dataset entry names does not exist. path: the first one looked for, so
+    that the runner can say which --data-root would find it."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class SampleError(ArgusError):

@@ -197,13 +197,20 @@ def judge_plan(plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict:
     return stats
 
 
+def judge_entry(setup: JudgeSetup, raw: Any, verdict: Any, error: str | None) -> dict[str, Any]:
+    """One judge's entry on a judged sample's line of samples.jsonl: its raw text, the verdict read from
+    it (None when it did not parse or there is none), its fingerprint, and why it failed (only then)."""
+    entry = {"fingerprint": setup.fingerprint, "raw": raw, "verdict": verdict}
+    return entry if error is None else {**entry, "error": error}
+
+
 def apply_judgments(
     cell: Cell, setup: JudgeSetup | None, store: Store, ok: dict[str, Record], failures: dict[str, str]
 ) -> dict[str, dict[str, Any]]:
     """Merge a judged cell's verdicts into its successful records (output[VERDICT]) before finalize; a
     judged answer without a current verdict moves to failures with the judge's reason. Returns, per judged
-    sample, what samples.jsonl shows of it: the judge's raw text, its parsed verdict (None: did not
-    parse) and the judge's fingerprint."""
+    sample, the judge's entry on its samples.jsonl line (judge_entry): the verdict the score used, or,
+    for a judge failure, its reason (a failed call or an answer never judged has no raw text)."""
     if setup is None:
         return {}
     key = setup.key(cell.key)
@@ -214,18 +221,16 @@ def apply_judgments(
         current = v is not None and states[s.sample_id][0] == fingerprint_of(
             item.prompt(setup.options.prompt)
         )
-        if v is not None and current and v.output is not None:
-            shown[s.sample_id] = {
-                "raw": v.output.get("raw"),
-                "verdict": v.output.get("verdict"),
-                "fingerprint": setup.fingerprint,
-            }
-        if v is None or not current:
-            failures[s.sample_id] = "judge: not judged (the judge did not run on this answer)"
-        elif v.error is not None:
-            failures[s.sample_id] = v.error  # a verdict that does not parse quotes its raw text
+        if v is None or not current:  # a stale verdict read another prompt: not shown as this one's
+            why = failures[s.sample_id] = "judge: not judged (the judge did not run on this answer)"
+            shown[s.sample_id] = judge_entry(setup, None, None, why)
+        elif v.error is not None:  # a failed call (no output), or a verdict that did not parse
+            failures[s.sample_id] = v.error  # an unparsed verdict's reason quotes its raw text
+            shown[s.sample_id] = judge_entry(setup, (v.output or {}).get("raw"), None, v.error)
         else:
-            ok[s.sample_id].output = {**(ok[s.sample_id].output or {}), VERDICT: (v.output or {})["verdict"]}
+            out = v.output or {}
+            shown[s.sample_id] = judge_entry(setup, out.get("raw"), out["verdict"], None)
+            ok[s.sample_id].output = {**(ok[s.sample_id].output or {}), VERDICT: out["verdict"]}
             continue
         del ok[s.sample_id]
     return shown

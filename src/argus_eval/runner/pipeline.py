@@ -31,7 +31,7 @@ from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results, timing_block
-from argus_eval.runner.score import keep_scored, score_cells, write_samples
+from argus_eval.runner.score import keep_scored, rejected_parts, score_cells, write_samples
 from argus_eval.runner.skipped import skip_notes, write_skipped
 from argus_eval.runner.store import Store
 from argus_eval.runner.threads import plan_threads, using
@@ -264,6 +264,8 @@ def run(
         **({"judge": judged.to_json()} if plan.judges else {}),
         # a named METEOR server's refusals and spot checks (this process's, metrics/meteor_remote.py)
         **({"meteor": meteor} if (meteor := meteor_events()) else {}),
+        # kept scored parts found damaged (digest, decode, non-finite) and recomputed (runner/score_cache.py)
+        **({"scored_parts_rejected": rejected} if (rejected := rejected_parts(scored)) else {}),
     }
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
         log["served"] = stats.call_logs

@@ -9,7 +9,7 @@ from typing import Any
 
 from argus_eval.data.text import MAX_LINE_BYTES, repair_text, text_problem
 from argus_eval.data.types import Sample, SkippedRecord
-from argus_eval.errors import DatasetError
+from argus_eval.errors import DataNotFoundError, DatasetError
 
 
 class _NonStandardConstant(ValueError):
@@ -31,7 +31,7 @@ def read_json(path: Path, what: str) -> Any:
         with open(path, "rb") as fh:
             return parse_json(fh.read())
     except FileNotFoundError:
-        raise DatasetError(f"{what} file {path} not found") from None
+        raise DataNotFoundError(f"{what} file {path} not found", path=path) from None
     except IsADirectoryError:
         raise DatasetError(f"{what} file {path} is a directory, expected a JSON file") from None
     except PermissionError:
@@ -50,7 +50,7 @@ def iter_jsonl(path: Path, what: str, skips: Skips | None = None) -> Iterator[tu
     A line over MAX_LINE_BYTES is never held whole: it is a skip naming its line (with skips), else a
     DatasetError."""
     if not path.is_file():
-        raise DatasetError(f"{what} file {path} not found")
+        raise DataNotFoundError(f"{what} file {path} not found", path=path)
     for lineno, raw in enumerate(_binary_lines(path, what), start=1):
         if raw is None:
             reason = f"line has over {MAX_LINE_BYTES:,} bytes, the cap on one line (MAX_LINE_BYTES)"

@@ -33,7 +33,7 @@ from argus_eval.data.loaders.embedded import EmbeddedImages
 from argus_eval.data.loaders.hf_presets import PRESETS
 from argus_eval.data.paths import safe_relpath
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import DatasetError
+from argus_eval.errors import DataNotFoundError, DatasetError
 
 FIELDS = ("id", "image", "texts", "question", "answers", "choices", "answer_index")
 _GLOB = frozenset("*?[")
@@ -193,7 +193,7 @@ def resolve_files(options: HfDatasetsOptions) -> list[Path]:
         out.extend(matched)
     for p in out:
         if not p.exists():
-            raise DatasetError(f"dataset {options.name!r}: data file {p} not found")
+            raise DataNotFoundError(f"dataset {options.name!r}: data file {p} not found", path=p)
     return out
 
 

@@ -31,7 +31,7 @@ from argus_eval.data.loaders._common import Ids, Skips, clean_text, counts, limi
 from argus_eval.data.loaders.embedded import EmbeddedImages
 from argus_eval.data.paths import safe_relpath
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import DatasetError
+from argus_eval.errors import DataNotFoundError, DatasetError
 
 LETTERS = string.ascii_uppercase
 BACK_REFERENCE_CHARS = 64  # VLMEvalKit: an image cell this short is the index of the row holding it
@@ -68,7 +68,7 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
             for k, cells in enumerate(reader):
                 yield k, header, cells
     except FileNotFoundError:
-        raise DatasetError(f"VLMEvalKit TSV {path} not found") from None
+        raise DataNotFoundError(f"VLMEvalKit TSV {path} not found", path=path) from None
     except UnicodeDecodeError as e:
         raise DatasetError(f"VLMEvalKit TSV {path} is not UTF-8 ({e}); re-save it as UTF-8") from None
     except csv.Error as e:
