@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-import argus_eval
 from argus_eval.runner.seal import DamagedPartError, require_finite, seal, unseal
 from argus_eval.tasks.answers import AnswerFormat
 from argus_eval.tasks.base import CellResult, Finish
+from argus_eval.version import __version__
 
 # Bump when finalize or a finish changes what it returns for the same records.
 CACHE_VERSION = "2"
@@ -39,7 +39,7 @@ RawRow = tuple[str, str | None, bytes | None, str | None, float]
 
 def record_hash(cell_key: str, rows: list[RawRow]) -> str:
     """Hash of everything a cell's scores are computed from (timings left out: no score reads them)."""
-    h = hashlib.sha256(f"{CACHE_VERSION}/{argus_eval.__version__}\0{cell_key}\0".encode())
+    h = hashlib.sha256(f"{CACHE_VERSION}/{__version__}\0{cell_key}\0".encode())
     for sid, output, arrays, error, _seconds in rows:
         for part in (sid, output, error):
             h.update(b"\1" if part is None else b"\2" + part.encode("utf-8", "surrogatepass"))
