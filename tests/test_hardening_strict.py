@@ -343,3 +343,51 @@ def test_every_number_option_refuses_booleans_and_every_integer_option_floats() 
         assert name in integers, integers
     assert "AxisWeights.P" in numbers and "ApiOptions.timeout_s" in numbers
     assert len(integers) >= 20, integers
+
+
+# ---- datasets --check --strict: a skipped record is fatal, as in run --strict ----
+
+
+def test_datasets_check_strict_makes_a_skipped_record_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hardening_fixtures import karpathy_config
+
+    cfg = karpathy_config(tmp_path / "data")
+    ann = Path(cfg["datasets"][0]["annotations"])
+    body = json.loads(ann.read_text())
+    body["images"].append({"filename": "im0.png", "imgid": 9, "split": "test", "sentences": []})
+    ann.write_text(json.dumps(body))
+    config = _write(tmp_path, cfg)
+    # without --strict: reported, exit 0
+    monkeypatch.setattr(sys, "argv", ["argus", "datasets", "--check", str(config)])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    printed = capsys.readouterr()
+    assert ei.value.code in (0, None) and "1 records skipped" in printed.out, printed
+    line = _cli(["datasets", "--check", str(config), "--strict"], monkeypatch, capsys)
+    assert line.startswith(f"error: {config}: records skipped (k3 1; first: ")
+    assert "image has no sentences" in line and line.endswith(
+        "--strict is set: fix or remove them, or check without --strict"
+    )
+    # a clean dataset passes --strict
+    body["images"].pop()
+    ann.write_text(json.dumps(body))
+    monkeypatch.setattr(sys, "argv", ["argus", "datasets", "--check", str(config), "--strict"])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    assert ei.value.code in (0, None), capsys.readouterr()
+
+
+def test_profile_names_why_the_model_could_not_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loader's reason reaches the one line (it was 'cannot run task retrieval: no samples')."""
+    gone = tmp_path / "gone"
+    line = _cli(["profile", "--model", f"hf:{gone}"], monkeypatch, capsys)
+    assert line.startswith(f"error: model 'hf:{gone}' could not be profiled on retrieval: ")
+    assert f"directory {gone} does not exist" in line and "no samples" not in line
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text('{"model_type": "clip"}')
+    line = _cli(["profile", "--model", f"hf:{tmp_path / 'half'}"], monkeypatch, capsys)
+    assert "has no weight files" in line and "--size-only" in line

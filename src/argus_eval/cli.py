@@ -135,12 +135,19 @@ def datasets(
         Path | None, typer.Option("--check", help="Validate the datasets of this run config.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="With --check: any skipped record is fatal too, as `argus run --strict` makes it.",
+        ),
+    ] = False,
 ) -> None:
     """List dataset formats, or validate a config's datasets (paths, schema, images) without models."""
     from argus_eval.commands.listing import check_datasets, list_formats
 
     if check is not None:
-        check_datasets(check, console, as_json)
+        check_datasets(check, console, as_json, strict=strict)
     else:
         list_formats(console, as_json)
 

@@ -65,13 +65,14 @@ def list_formats(console: Console, as_json: bool) -> None:
     console.print(table)
 
 
-def check_datasets(config: Path, console: Console, as_json: bool) -> None:
+def check_datasets(config: Path, console: Console, as_json: bool, strict: bool = False) -> None:
     """Load and check every dataset of a config (images included) and check that every model it names
-    is loadable (without loading weights); DatasetError or ModelLoadError after the reports when not."""
+    is loadable (without loading weights); DatasetError or ModelLoadError after the reports when not.
+    strict: a skipped record is a StrictModeError too (after the reports), as in `argus run --strict`."""
     from dataclasses import asdict
 
     from argus_eval.data.check import check_dataset
-    from argus_eval.errors import DatasetError, ModelLoadError
+    from argus_eval.errors import DatasetError, ModelLoadError, StrictModeError
     from argus_eval.runner.config import load_config
     from argus_eval.runner.datasets import load_datasets
 
@@ -89,6 +90,14 @@ def check_datasets(config: Path, console: Console, as_json: bool) -> None:
         raise DatasetError(f"{config}: missing or corrupt images in {', '.join(bad)} (listed above)")
     if models:
         raise ModelLoadError(f"{config}: " + "; ".join(models))
+    skipping = [r for r in reports if r.skipped]
+    if strict and skipping:
+        first = skipping[0].skipped_records[0].line() if skipping[0].skipped_records else ""
+        counts = ", ".join(f"{r.name} {r.skipped}" for r in skipping)
+        raise StrictModeError(
+            f"{config}: records skipped ({counts}; first: {first}); --strict is set: fix or remove them, "
+            "or check without --strict"
+        )
 
 
 def model_problems(models: Sequence[ModelConfig]) -> list[str]:

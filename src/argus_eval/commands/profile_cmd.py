@@ -59,11 +59,25 @@ def _model_entry(spec: str, models: list[dict[str, Any]], settings: dict[str, An
     return entry
 
 
+def _cannot_run(
+    label: str, task: str, not_run: list[dict[str, Any]], skipped: list[dict[str, str]]
+) -> Exception:
+    """Why the model has no clean cell of task: the checkpoint's load failure (ModelLoadError, its reason
+    as the loader gave it), else the pairs left out, else no samples."""
+    from argus_eval.errors import CapabilityError, ModelLoadError
+
+    loads = list(dict.fromkeys(str(r["reason"]) for r in not_run))
+    if loads:
+        return ModelLoadError(f"model {label!r} could not be profiled on {task}: {'; '.join(loads)}")
+    reasons = "; ".join(dict.fromkeys(s["reason"] for s in skipped)) or "no samples"
+    return CapabilityError(f"model {label!r} cannot run task {task!r}: {reasons}")
+
+
 def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> dict[str, Any]:
     """Figures of the config's model on the first clean cell of task, with what they were measured on."""
     import tempfile
 
-    from argus_eval.errors import CapabilityError, SampleError
+    from argus_eval.errors import SampleError
     from argus_eval.models.loading import load_model
     from argus_eval.models.secrets import redact_text
     from argus_eval.perturb.conditions import CLEAN
@@ -81,8 +95,7 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
             plan = plan_run(cfg, store, pool)
             cell = next((c for c in plan.cells if c.condition == CLEAN), None)
             if cell is None:
-                reasons = "; ".join(s["reason"] for s in plan.skipped) or "no samples"
-                raise CapabilityError(f"model {label!r} cannot run task {task!r}: {reasons}")
+                raise _cannot_run(label, task, plan.not_run, plan.skipped)
             profiles = profile_plan(plan, store, pool, cfg)
         finally:
             pool.close()
