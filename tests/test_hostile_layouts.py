@@ -135,3 +135,48 @@ def test_a_blank_question_is_a_skip_not_a_caption(tmp_path: Path, blank: str) ->
 def test_a_row_without_a_question_is_still_a_captioning_row(tmp_path: Path) -> None:
     ds = _tsv(tmp_path, [["1", IMAGE, "", "['a red square', 'a green square']"]])
     assert [s.texts for s in ds.samples] == [("a red square", "a green square")]
+
+
+def _raw_tsv(tmp: Path, lines: list[str]) -> Dataset:
+    """A TSV written line by line, quotes as given (csv.writer would balance them)."""
+    path = tmp / "raw.tsv"
+    path.write_text("\n".join(["index\timage\tquestion\tanswer", *lines]) + "\n", encoding="utf-8")
+    return _load(tmp, format="vlmevalkit-tsv", tsv=str(path))
+
+
+@pytest.mark.parametrize(
+    ("lines", "kept", "swallowed"),
+    [
+        # a stray quote opening a question: the next three rows vanished into it
+        (
+            [f"1\t{IMAGE}\tWhat colour?\tblue", f'2\t{IMAGE}\t"Is it big?\tyes',
+             f"3\t{IMAGE}\tHow many?\ttwo", f"4\t{IMAGE}\tWhere?\tleft", f'5\t{IMAGE}\tWhich?" no\tred',
+             f"6\t{IMAGE}\tLast?\tno"],
+            ["q/1", "q/6"], "line 3) swallowed lines 4-6, 3 more row(s)",
+        ),
+        # a quote that never closes: every row to the end of the file
+        (
+            [f"1\t{IMAGE}\tWhat colour?\tblue", f'2\t{IMAGE}\tHow big?\t"large',
+             f"3\t{IMAGE}\tHow many?\ttwo"],
+            ["q/1"], "line 3) swallowed lines 4-4, 1 more row(s)",
+        ),
+        # in the answer, closed by a later row's quote: the field count matches, the rows are still gone
+        (
+            [f'1\t{IMAGE}\tWhat colour?\t"blue', f"2\t{IMAGE}\tHow many?\ttwo", f'3\t{IMAGE}\tWhere?\tleft"',
+             f"4\t{IMAGE}\tLast?\tno"],
+            ["q/4"], "line 2) swallowed lines 3-4, 2 more row(s)",
+        ),
+    ],
+)  # fmt: skip
+def test_rows_an_unbalanced_quote_swallows_are_named(
+    tmp_path: Path, lines: list[str], kept: list[str], swallowed: str
+) -> None:
+    ds = _raw_tsv(tmp_path, lines)
+    assert [s.sample_id for s in ds.samples] == kept
+    (skip,) = ds.skipped
+    assert "an unbalanced quote in this row" in str(skip) and swallowed in str(skip), str(skip)
+
+
+def test_a_quoted_question_over_two_lines_is_kept(tmp_path: Path) -> None:
+    ds = _raw_tsv(tmp_path, [f'1\t{IMAGE}\t"What colour\nis it?"\tblue', f"2\t{IMAGE}\tHow many?\ttwo"])
+    assert [s.question for s in ds.samples] == ["What colour\nis it?", "How many?"] and not ds.skipped

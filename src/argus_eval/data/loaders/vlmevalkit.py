@@ -56,8 +56,9 @@ class _Row:
     sample: Sample
 
 
-def _rows(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
-    """(row number from 0, header, cells) of each data row; DatasetError naming the file if unreadable."""
+def _rows(path: Path) -> Iterator[tuple[int, list[str], list[str], tuple[int, int]]]:
+    """(row number from 0, header, cells, its first and last line in the file) of each data row;
+    DatasetError naming the file if unreadable."""
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     try:
         with open(path, encoding="utf-8", newline="") as fh:
@@ -65,8 +66,10 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
             header = next(reader, None)
             if header is None:
                 raise DatasetError(f"VLMEvalKit TSV {path} is empty; it needs a header row with `index`")
+            last = reader.line_num
             for k, cells in enumerate(reader):
-                yield k, header, cells
+                yield k, header, cells, (last + 1, reader.line_num)
+                last = reader.line_num
     except FileNotFoundError:
         raise DataNotFoundError(f"VLMEvalKit TSV {path} not found", path=path) from None
     except UnicodeDecodeError as e:
@@ -185,12 +188,20 @@ def load_vlmevalkit(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     skips, ids = Skips(options.strict), Ids(path, "index")
     held: dict[str, str] = {}  # index -> stored image of the rows that hold one
     rows: list[_Row] = []
-    for k, header, cells in _rows(path):
+    for k, header, cells, (first, last) in _rows(path):
         if k == 0 and ("index" not in header or not {"image", "image_path"} & set(header)):
             raise DatasetError(
                 f"{path}: row 0: the header {header} lacks column 'index' or both 'image' and 'image_path'"
             )
         label = f"row {k}"
+        if last > first and any("\n" in c and "\t" in c for c in cells):
+            # a quoted cell that runs over lines holding tabs: an unbalanced quote ate the rows below it
+            why = (
+                f"an unbalanced quote in this row (line {first}) swallowed lines {first + 1}-{last}, "
+                f"{last - first} more row(s) of the file; close or remove the quote"
+            )
+            skips.add(path, label, why)
+            continue
         if len(cells) != len(header):
             skips.add(path, label, f"row has {len(cells)} fields, the header has {len(header)}")
             continue
