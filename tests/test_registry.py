@@ -24,11 +24,8 @@ class Square(Shape):
 def _plugins(monkeypatch: pytest.MonkeyPatch, group: str, **entries: str) -> None:
     """Entry points of group, as an installed distribution would declare them."""
     eps = [metadata.EntryPoint(name, value, group) for name, value in entries.items()]
-
-    def entry_points(*, group: str | None = None) -> list[metadata.EntryPoint]:
-        return [e for e in eps if e.group == group]
-
-    monkeypatch.setattr(registry_module.metadata, "entry_points", entry_points)
+    installed = registry_module._Installed({group: eps}, [])
+    monkeypatch.setattr(registry_module, "_installed", lambda: installed)
 
 
 def test_a_registered_object_of_the_wrong_type_is_refused() -> None:

@@ -88,7 +88,9 @@ def test_the_servers_are_stock_transformers_serve(servers: dict[str, Server]) ->
         port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
         assert server.command == serve_command(PYTHONS[name], CHECKPOINTS / ZOO[name], port)
         assert server.command[1:4] == ["-m", "transformers.cli.transformers", "serve"]
-        assert not [a for a in server.command[1:] if "argus" in a.lower() and a != str(CHECKPOINTS / ZOO[name])]
+        assert not [
+            a for a in server.command[1:] if "argus" in a.lower() and a != str(CHECKPOINTS / ZOO[name])
+        ]
         assert "PYTHONPATH" not in server.env
         cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes().split(b"\0")[:-1]
         assert [a.decode() for a in cmdline] == server.command
