@@ -283,21 +283,23 @@ class Registry(Generic[T]):
         entry = self._entries[name]
         if _module_of(entry).split(".")[0] == "argus_eval":
             return (
-                f"{name!r} is a built-in {self.kind}, which a plugin cannot replace; rename the entry point"
+                f"{name!r} is a built-in {self.kind}, which a plugin cannot replace (rename its entry point)"
             )
-        return f"{name!r} is already registered as a {self.kind} in this process; rename the entry point"
+        return f"{name!r} is already registered as a {self.kind} in this process (rename its entry point)"
+
+    @staticmethod
+    def _duplicate(name: str, eps: list[metadata.EntryPoint]) -> str:
+        dists = " and ".join(_label(getattr(e, "dist", None)) for e in eps)
+        return f"{dists} both declare {name!r}, so neither is used"
 
     def _problem_line(self, ep: metadata.EntryPoint, problem: str) -> str:
         dist = _label(getattr(ep, "dist", None))
-        return f"{_where(ep, self._group or '')} is refused: {problem}; fix it or uninstall {dist}"
+        return f"{_where(ep, self._group or '')} is refused: {problem}; fix the plugin or uninstall {dist}"
 
     def _load_plugin(self, name: str, eps: list[metadata.EntryPoint]) -> T:
         """The object entry point eps[0] names, checked; PluginError naming it otherwise."""
         if len(eps) > 1:
-            dists = " and ".join(_label(getattr(e, "dist", None)) for e in eps)
-            raise PluginError(
-                self._problem_line(eps[0], f"{dists} both declare {name!r}, so neither is used")
-            )
+            raise PluginError(self._problem_line(eps[0], self._duplicate(name, eps)))
         ep = eps[0]
         try:
             obj = ep.load()
@@ -323,6 +325,8 @@ class Registry(Generic[T]):
                 try:
                     if name in self._entries and name not in self._from_plugin:
                         raise PluginError(self._problem_line(ep, self._clash(name)))
+                    if len(eps) > 1:
+                        raise PluginError(self._problem_line(ep, self._duplicate(name, eps)))
                     if name not in self._from_plugin:
                         self._load_plugin(name, eps)
                 except PluginError as e:
