@@ -63,6 +63,7 @@ CLASH = {
 }
 DISTS = {"imports": "hostile-imports 0.1", "types": "hostile-types 0.2", "clash": "hostile-clash 0.3"}
 TWIN = ("argus_eval.tasks", "twin_task")  # declared by hostile-imports and hostile-types alike
+FRIENDLY = ("FRIENDLY", "friendly_plugin:AXIS")  # a working axis, weighted into ARGUS
 
 MODULES = {
     # every hostile module marks its import in $HOSTILE_MARKS first
@@ -89,7 +90,23 @@ MODULES = {
         MISNAMED_AXIS = AxisSpec("SOMETHING_ELSE", 45, "x", "x", lambda x: AxisSeries.undefined("x"))
     """,
     "hostile_clash": "SCHEME = SPEC = Task = Kind = AXIS = run = load = None",
-    "friendly_plugin": "from argus_eval.models.loading import NullScheme\n\nSCHEME = NullScheme()",
+    "friendly_plugin": """
+        import numpy as np
+
+        from argus_eval.models.loading import NullScheme
+        from argus_eval.scoring.axis_registry import AxisSpec
+        from argus_eval.scoring.types import AxisSeries
+
+        SCHEME = NullScheme()
+
+
+        def _half(x):
+            rows = np.full(next(iter(x.clean.values())).shape, 0.5)
+            return AxisSeries(rows, rows, None, {})
+
+
+        AXIS = AxisSpec("FRIENDLY", 35, "friendly", "a constant 0.5", _half, weight=0.25)
+    """,
 }
 
 
@@ -116,7 +133,8 @@ def _site(tmp: Path) -> Path:
     for key, eps in (("imports", imports), ("types", types), ("clash", {g: [nv] for g, nv in CLASH.items()})):
         name, version = DISTS[key].split()
         _dist(site, name, version, eps)
-    _dist(site, "friendly-plugin", "1.0", {"argus_eval.models": [("friendly", "friendly_plugin:SCHEME")]})
+    friendly = {"argus_eval.models": [("friendly", "friendly_plugin:SCHEME")], "argus_eval.axes": [FRIENDLY]}
+    _dist(site, "friendly-plugin", "1.0", friendly)
     return site
 
 
@@ -231,15 +249,34 @@ def test_a_run_naming_no_plugin_exits_0_and_imports_none(installed: tuple[Path, 
     marks = Path(env["HOSTILE_MARKS"])
     for m in marks.iterdir():
         m.unlink()
-    cfg = _config(tmp, models=[{"name": "a", "spec": "null:a"}, {"name": "b", "spec": "friendly:b"}])
+    models = [{"name": "a", "spec": "null:a"}, {"name": "b", "spec": "friendly:b"}]
     config = tmp / "clean.yaml"
-    config.write_text(yaml.safe_dump(cfg))
+    config.write_text(yaml.safe_dump(_config(tmp, models=models)))
     done = _argus(env, "run", "-c", str(config), "--out", str(tmp / "clean-out"), "-q")
     assert done.returncode == 0, done.stderr
     results = json.loads((tmp / "clean-out" / "results.json").read_text())
     assert set(results["models"]) == {"a", "b"}  # the working plugin scheme ran beside the built-in
+    # an installed axis plugin the run does not name is not on its scorecard
     assert [a["name"] for a in results["axes"]] == ["P", "CDC", "RR", "E", "ARGUS", "R"]
     assert sorted(p.name for p in marks.iterdir()) == ["friendly_plugin"]  # no hostile module imported
+
+
+def test_a_named_axis_plugin_joins_the_scorecard_and_argus(installed: tuple[Path, dict[str, str]]) -> None:
+    tmp, env = installed
+    scoring = {"resamples": 5, "axes": ["FRIENDLY"], "weights": {"FRIENDLY": 0.5}}
+    config = tmp / "axis.yaml"
+    config.write_text(yaml.safe_dump(_config(tmp, scoring=scoring)))
+    done = _argus(env, "run", "-c", str(config), "--out", str(tmp / "axis-out"), "-q")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp / "axis-out" / "results.json").read_text())
+    assert [a["name"] for a in results["axes"]] == ["P", "CDC", "RR", "E", "FRIENDLY", "ARGUS", "R"]
+    weights = results["scoring_options"]["weights"]
+    assert weights == {"P": 0.25, "CDC": 0.25, "RR": 0.25, "E": 0.25, "FRIENDLY": 0.5}
+    row = results["models"]["a"]
+    assert row["FRIENDLY"] == 0.5
+    defined = {a: w for a, w in weights.items() if row[a] is not None}  # ARGUS: renormalised over these
+    expected = sum(w * row[a] for a, w in defined.items()) / sum(defined.values())
+    assert row["ARGUS"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_each_run_naming_a_broken_plugin_exits_2_with_one_line_naming_it(
@@ -319,6 +356,7 @@ def test_argus_models_lists_every_plugin_with_why(installed: tuple[Path, dict[st
         )
         assert f"{DISTS['imports']} and {DISTS['types']} both declare 'twin_task'" in str(twin["problem"])
     assert by[("argus_eval.models", "friendly", "friendly-plugin 1.0")]["problem"] is None
+    assert by[("argus_eval.axes", "FRIENDLY", "friendly-plugin 1.0")]["problem"] is None
     from argus_eval.models.loading import describe_presets
     from argus_eval.zoo.catalog import describe_zoo
 

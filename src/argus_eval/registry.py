@@ -258,7 +258,7 @@ class Registry(Generic[T]):
         point of that name (PluginError when it cannot be used); UnknownNameError lists valid names."""
         plugins = self._plugins()
         if name in self._entries:
-            if name in plugins and name not in self._from_plugin:
+            if name in plugins and self._claimed(name, plugins[name]):
                 raise PluginError(self._problem_line(plugins[name][0], self._clash(name)))
             return self._resolved(name)
         if name in plugins:
@@ -278,6 +278,16 @@ class Registry(Generic[T]):
         obj = self._check(name, getattr(importlib.import_module(module), attr), entry)
         self._entries[name] = obj
         return obj
+
+    def _claimed(self, name: str, eps: list[metadata.EntryPoint]) -> bool:
+        """Whether entry points eps claim the registered name of another: not when the entry came from
+        them (loaded, or registered by the plugin's own module as it was imported elsewhere first)."""
+        if name in self._from_plugin:
+            return False
+        if len(eps) == 1 and _module_of(self._entries[name]) == eps[0].module:
+            self._from_plugin.add(name)
+            return False
+        return True
 
     def _clash(self, name: str) -> str:
         entry = self._entries[name]
@@ -323,7 +333,7 @@ class Registry(Generic[T]):
             for ep in eps:
                 problem: str | None = None
                 try:
-                    if name in self._entries and name not in self._from_plugin:
+                    if name in self._entries and self._claimed(name, eps):
                         raise PluginError(self._problem_line(ep, self._clash(name)))
                     if len(eps) > 1:
                         raise PluginError(self._problem_line(ep, self._duplicate(name, eps)))
