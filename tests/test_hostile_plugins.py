@@ -362,6 +362,11 @@ def test_argus_models_lists_every_plugin_with_why(installed: tuple[Path, dict[st
 
     # the models are all listed still, as without the plugins
     assert [r for r in json.loads(done.stdout) if "group" not in r] == describe_presets() + describe_zoo()
+    formats = _argus(env, "datasets", "--json")  # lists the formats that load, leaves the rest out
+    assert formats.returncode == 0, formats.stderr
+    listed = {r["format"] for r in json.loads(formats.stdout)}
+    assert {"coco", "karpathy", "shapesworld"} <= listed
+    assert not listed & {IMPORT_BROKEN["argus_eval.formats"][0], WRONG_TYPE["argus_eval.formats"][0]}
     table = _argus(env, "models")
     assert table.returncode == 0, table.stderr
     broken = [x for x in table.stdout.splitlines() if x.startswith("broken plugin: ")]
