@@ -284,7 +284,7 @@ class Registry(Generic[T]):
         them (loaded, or registered by the plugin's own module as it was imported elsewhere first)."""
         if name in self._from_plugin:
             return False
-        if len(eps) == 1 and _module_of(self._entries[name]) == eps[0].module:
+        if len(eps) == 1 and _module_of(self._entries[name]) == _module_of(eps[0].value.strip()):
             self._from_plugin.add(name)
             return False
         return True
