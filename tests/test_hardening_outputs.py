@@ -132,14 +132,15 @@ def test_report_says_when_samples_jsonl_is_cut_short(
 def test_report_shows_a_placeholder_for_a_900_megapixel_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """samples.jsonl written elsewhere, its image_path pointing at a 900-megapixel PNG."""
+    """samples.jsonl written elsewhere, its image_path pointing at a 900-megapixel PNG among the run's
+    images (a file outside its data roots is not read at all: tests/test_hostile_report_inputs.py)."""
     data = tmp_path / "data"
     cfg = karpathy_config(data)
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
     assert _cli(["run", "-c", str(config), "--out", str(out), "-q"], monkeypatch, capsys)[0] == 0
-    bomb = tmp_path / "bomb.png"
+    bomb = data / "images" / "bomb.png"
     bomb.write_bytes(png_header(30_000, 30_000))
     lines = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     for line in lines:

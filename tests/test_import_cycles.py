@@ -12,7 +12,7 @@ import argus_eval
 
 ROOT = Path(argus_eval.__file__).parent
 DOC = ROOT.parents[1] / "docs" / "architecture.md"
-SHARED = {"errors", "registry", "argus_eval"}  # every wing may import these (the package: its version)
+SHARED = {"errors", "registry", "version"}  # every wing may import these (the root imports the runner)
 
 
 def _module_name(path: Path) -> str:
@@ -149,6 +149,13 @@ def test_models_import_nothing_above_them() -> None:
     assert {
         d for m, deps in edges.items() if _wing(m) == "models" for d in deps if _wing(d) in above
     } == set()
+
+
+def test_no_module_imports_the_package_root_which_imports_the_runner() -> None:
+    # the root exports evaluate (runner/entry.py) on first use; the version lives in argus_eval.version
+    edges = _edges()
+    assert "argus_eval.runner.entry" in edges["argus_eval"]
+    assert sorted(m for m, deps in edges.items() if "argus_eval" in deps) == []
 
 
 def test_the_checks_see_a_cycle_and_a_forbidden_import() -> None:

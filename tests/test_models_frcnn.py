@@ -233,6 +233,14 @@ def test_nms_matches_the_reference_with_ties_and_degenerate_boxes() -> None:
         assert nms(torch.from_numpy(boxes), torch.from_numpy(scores), t, limit=4).tolist() == got[:4]
 
 
+def test_nms_compares_the_float32_iou_with_the_threshold_in_float64_as_torchvision() -> None:
+    # IoU 3/5 is 0.6000000238 in float32: above 0.6 (torchvision compares in float64), so the second
+    # box goes; 7/10 is 0.6999999881: not above 0.7, so both stay
+    two = torch.tensor([0.9, 0.8])
+    assert nms(_boxes((0, 0, 5, 1), (0, 0, 3, 1)), two, 0.6).tolist() == [0]
+    assert nms(_boxes((0, 0, 10, 1), (0, 0, 7, 1)), two, 0.7).tolist() == [0, 1]
+
+
 def test_deltas_decode_as_hand_computed() -> None:
     box = torch.tensor([[10.0, 20.0, 30.0, 60.0]])  # centre (20, 40), 20 x 40
     assert torch.equal(apply_deltas(torch.zeros(1, 4), box, (1, 1, 1, 1)), box)

@@ -98,3 +98,8 @@ class ExecutorError(ArgusError):
 
 class OutputError(ArgusError):
     """An output cannot be written: disk full, read-only or unwritable folder, name too long, --out a file."""
+
+
+class ModelObjectError(ArgusError):
+    """A Python object given to ``argus_eval.evaluate(models=...)`` offers no capability (or lacks a
+    method of one it declares): names the model, the object's type and the missing methods."""

@@ -13,6 +13,9 @@ from pathlib import Path
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import DatasetError, SampleError
 
+# Where generated data (ShapesWorld) and caches go when a config names no cache_dir.
+DEFAULT_CACHE = Path.home() / ".cache" / "argus-eval"
+
 
 def safe_relpath(rel: object, *, source: str | Path, record: str, field: str) -> str:
     """Validate a relative path from an annotation file and return it normalised (posix separators).

@@ -16,6 +16,7 @@ from typing import Any
 from argus_eval.errors import ModelLoadError, RegistryError, UnknownNameError
 from argus_eval.models import fingerprint as fp
 from argus_eval.models.load_request import LoadRequest
+from argus_eval.models.objects import OBJECT_SCHEME, ObjectScheme
 from argus_eval.models.options import call_only_options
 from argus_eval.models.presets import PRESETS, Preset
 from argus_eval.models.protocols import Model
@@ -217,6 +218,7 @@ SCHEMES.register("hf", HfScheme())
 SCHEMES.register("zoo", ZooScheme())
 SCHEMES.register("api", ApiScheme())
 SCHEMES.register("null", NullScheme())
+SCHEMES.register(OBJECT_SCHEME, ObjectScheme())  # objects given to argus_eval.evaluate
 
 
 def load_model(cfg: ModelConfig) -> Model:

@@ -109,12 +109,27 @@ class NullOptions(SchemeOptions):
     call_only = frozenset({"sleep_ms"})  # it changes how long a call takes, never what it answers
 
 
+class ObjectOptions(SchemeOptions):
+    """Written by argus_eval.evaluate into an object model's entry (models/objects.py): all are in the
+    model fingerprint, so a rerun of the same object resumes and another class, set of capabilities or
+    fingerprint recomputes."""
+
+    object_class: str | None = Field(default=None, description="The object's module and class.")
+    capabilities: list[str] | None = Field(default=None, description="The capabilities the object offers.")
+    fingerprint: str | None = Field(
+        default=None,
+        description="What identifies the object's answers (a version; a path is hashed by content). "
+        "Change it when the model changes under the same name.",
+    )
+
+
 # scheme -> its options model; a plugin scheme that registers none validates its own options.
 SCHEME_OPTIONS: Registry[type[SchemeOptions]] = Registry("scheme options", base=SchemeOptions)
 SCHEME_OPTIONS.register("api", ApiOptions)
 SCHEME_OPTIONS.register("hf", LocalOptions)
 SCHEME_OPTIONS.register("zoo", LocalOptions)
 SCHEME_OPTIONS.register("null", NullOptions)
+SCHEME_OPTIONS.register("object", ObjectOptions)
 
 
 def register_options(scheme: str, options: type[SchemeOptions]) -> None:

@@ -31,6 +31,19 @@ POOL = "pool"
 # the runner puts them on the records they answered (runner/usage.py).
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
+# The members each capability's interface asks of a model (the protocols below), for checking an object
+# that declares nothing (models/objects.py). caption and generate share generate(): only a declaration
+# tells a captioner (which follows no instruction) from a generator.
+CAPABILITY_MEMBERS: dict[str, tuple[str, ...]] = {
+    EMBED: ("embed_images", "embed_texts"),
+    SCORE_PAIRS: ("score_pairs",),
+    POOL: ("pool_images", "pool_texts"),
+    GENERATE: ("generate",),
+    CAPTION: ("generate",),
+    CHOOSE: ("choose",),
+    CLASSIFY: ("classify", "labels"),
+}
+
 
 @dataclass(frozen=True)
 class ModelInfo:

@@ -11,6 +11,7 @@ from typing import Any
 from argus_eval.data.atomic import atomic_write_text
 from argus_eval.report.tables import scorecard_intervals
 from argus_eval.results_model import Results
+from argus_eval.results_model.notebook import scorecard_rows
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -31,21 +32,10 @@ def _write(rows: Sequence[Sequence[Any]]) -> str:
 
 
 def scorecard_csv(results: Results) -> str:
-    """One row per model: each axis with its interval bounds and undefined reason, ranks and shift."""
-    header: list[str] = ["model"]
-    for axis in results.axis_names:
-        header += [axis, f"{axis}_lo", f"{axis}_hi", f"{axis}_undefined_reason"]
-    header += ["capability_rank", "overall_rank", "rank_shift"]
-    cap, ovr = results.rankings.ranks("capability"), results.rankings.ranks("overall")
-    rows: list[list[Any]] = [header]
-    for name, m in results.models.items():
-        row: list[Any] = [name]
-        for axis in results.axis_names:
-            lo, hi = m.intervals.get(axis) or (None, None)
-            row += [m.value(axis), lo, hi, m.undefined.get(axis)]
-        row += [cap.get(name), ovr.get(name), results.gap.rank_shift.get(name)]
-        rows.append(row)
-    return _write(rows)
+    """One row per model: each axis with its interval bounds and undefined reason, ranks and shift (the
+    rows Results.to_pandas gives too)."""
+    header, rows = scorecard_rows(results)
+    return _write([header, *rows])
 
 
 def cells_csv(results: Results) -> str:

@@ -11,7 +11,7 @@ import base64
 import io
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from PIL import Image, UnidentifiedImageError
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
 from argus_eval.perturb.conditions import Condition, derive_seed
+from argus_eval.report.roots import inside
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
 from argus_eval.report.thumbs import THUMBS_FILE, ThumbCache
 
@@ -38,6 +39,7 @@ class Gallery:
     total_samples: int = 0
     candidates: int = 0
     missing_images: int = 0
+    outside_roots: int = 0  # items whose image lies outside the run's data roots: not read (roots.py)
 
     @property
     def left_out(self) -> int:
@@ -150,13 +152,15 @@ def thumbnail(path: Path, max_side: int) -> str | None:
         return None
 
 
-def _image_file(rec: SampleLine, run_dir: Path) -> Path | None:
+def _image_file(rec: SampleLine, run_dir: Path, roots: Sequence[Path] | None) -> Path | bool | None:
+    """The item's image file; None when there is none on this machine; False when it lies outside the
+    run's data roots (never read)."""
     for cand in (rec.image_path, rec.image):
         if cand:
             p = Path(cand)
             for q in (p, run_dir / p) if not p.is_absolute() else (p,):
                 if readable_file(q):
-                    return q
+                    return q if roots is None or inside(q, roots) else False
     return None
 
 
@@ -190,10 +194,12 @@ def build_gallery(
     thumb_px: int = 128,
     run_seed: int | None = None,
     worst: Worst | None = None,
+    roots: Sequence[Path] | None = None,
 ) -> Gallery:
     """The gallery of a run: worst samples per cell, capped, with deduplicated thumbnails. With the run
     seed, an item under an image perturbation also carries the perturbed image (thumb_perturbed).
-    `worst` (select_worst of the same file with the same per_cell) spares another pass over it."""
+    `worst` (select_worst of the same file with the same per_cell) spares another pass over it. With
+    roots (report/roots.py data_roots), an image file outside them is not read, and counted."""
     if worst is None:
         worst = select_worst(iter_samples(samples_path), per_cell)
     g = Gallery(total_samples=worst.total, candidates=worst.candidates)
@@ -221,7 +227,9 @@ def build_gallery(
         return thumb_ids[key]
 
     for rec in _round_robin(worst.kept, max_total):
-        img = _image_file(rec, samples_path.parent)
+        found = _image_file(rec, samples_path.parent, roots)
+        g.outside_roots += found is False
+        img = found if isinstance(found, Path) else None
         tid: str | None = None
         perturbed: str | None = None
         perturbed_view = shows_perturbed_image(rec.condition)
@@ -229,7 +237,7 @@ def build_gallery(
             tid = thumb_id(img, "clean", rec.sample_id)
             if run_seed is not None and perturbed_view:
                 perturbed = thumb_id(img, rec.condition, rec.sample_id)
-        if tid is None and (rec.image or rec.image_path):
+        if tid is None and found is not False and (rec.image or rec.image_path):
             g.missing_images += 1
         g.items.append(
             {

@@ -26,6 +26,7 @@ from argus_eval.report.failure_tables import failure_tables
 from argus_eval.report.gallery import Gallery, Worst, build_gallery
 from argus_eval.report.judge_tables import judge_tables
 from argus_eval.report.page_js import APP, ERROR_HOOK
+from argus_eval.report.roots import data_roots
 from argus_eval.report.tables import Table
 from argus_eval.report.usage_table import usage_tables
 from argus_eval.results_model import Results
@@ -180,6 +181,11 @@ def _gallery_section(g: Gallery, opts: HtmlOptions) -> str:
     )
     if g.missing_images:
         note += f" {g.missing_images} item(s) point to an image file that is not on this machine."
+    if g.outside_roots:
+        note += (
+            f" {g.outside_roots} item(s) name an image outside the run's data roots and its folder; "
+            "it was not read."
+        )
     return (
         f"<p class='note' id='gallery-note'>{esc(note)}</p>"
         f"<div class='filters'>{selects}<span id='gallery-count' class='sub'></span></div>"
@@ -209,6 +215,7 @@ def render_html(
         opts.thumb_px,
         results.manifest.seeds.run,
         worst,
+        data_roots(results.manifest.config, samples_path.parent),
     )
     lib = plotly_js()
     name = results.manifest.run_name

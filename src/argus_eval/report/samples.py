@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import ConfigDict, ValidationError
 
@@ -39,11 +40,38 @@ class SampleLine(CellKeyFields):
     error: Json = None
 
 
+# Deeper values than this in a line's free-form fields (question, prediction, reference, error) are
+# refused: no answer a run stores is nested more than a few levels, and rendering recurses over them.
+MAX_DEPTH = 32
+_FREE_FORM = ("question", "prediction", "reference", "error")
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether value nests lists or objects deeper than limit (walked without recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, dict | list):
+            if depth >= limit:
+                return True
+            todo.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
+def _deep(path: Path, lineno: int) -> ResultsError:
+    return ResultsError(
+        f"{path}:{lineno}: a value is nested deeper than {MAX_DEPTH} levels (MAX_DEPTH); no run writes "
+        "that: the file was edited or is not a samples.jsonl"
+    )
+
+
 def parse_with_json(line: str, path: Path, lineno: int) -> SampleLine:
     """One line through Python's json, then model_validate: the reader's reference, which names the file,
     the line and the field of a broken one (ResultsError)."""
     try:
         rec = json.loads(line)
+    except RecursionError:
+        raise _deep(path, lineno) from None
     except ValueError as e:
         raise ResultsError(f"{path}:{lineno}: not a JSON object ({e})") from None
     if not isinstance(rec, dict):
@@ -58,9 +86,12 @@ def _parse(line: str, path: Path, lineno: int) -> SampleLine:
     # pydantic-core's own JSON parser is the fast path (no Python dict in between); a line it refuses
     # goes through the reference, which accepts or refuses it as the reader always did, with its message.
     try:
-        return SampleLine.model_validate_json(line)
+        rec = SampleLine.model_validate_json(line)
     except ValidationError:
-        return parse_with_json(line, path, lineno)
+        rec = parse_with_json(line, path, lineno)
+    if any(_too_deep(getattr(rec, name), MAX_DEPTH) for name in _FREE_FORM):
+        raise _deep(path, lineno)
+    return rec
 
 
 def iter_samples(path: Path) -> Iterator[SampleLine]:

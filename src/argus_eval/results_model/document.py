@@ -3,7 +3,7 @@ the advisor read."""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import Field
 
@@ -12,8 +12,12 @@ from argus_eval.results_model.efficiency import EfficiencyBlock, Timing
 from argus_eval.results_model.failures import Failures
 from argus_eval.results_model.judges import Judge
 from argus_eval.results_model.manifest import Manifest
+from argus_eval.results_model.notebook import scorecard_frame, scorecard_html
 from argus_eval.results_model.reliance import Reliance
 from argus_eval.results_model.scorecard import ScorecardPart
+
+if TYPE_CHECKING:
+    import pandas
 
 SCHEMA: Final = "argus-eval/results/2"
 """The version this ARGUS-EVAL writes. Version 1 differed only in this string (the loader upgrades it)."""
@@ -38,3 +42,13 @@ class Results(ScorecardPart):
         """A model's efficiency profile: the run's top-level record, else the copy in its row."""
         top = self.efficiency.get(model)
         return top if top is not None else self.models[model].efficiency
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The scorecard as a DataFrame indexed by model, with scorecard.csv's columns: each axis, its
+        interval bounds (<axis>_lo, <axis>_hi) and undefined reason, the ranks and the rank shift.
+        Needs pandas (the notebook extra: pip install 'argus-eval[notebook]')."""
+        return scorecard_frame(self)
+
+    def _repr_html_(self) -> str:
+        """The scorecard as a notebook shows it: one row per model, every axis with its interval."""
+        return scorecard_html(self)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from argus_eval.data.formats import LoadContext, load_dataset
+from argus_eval.data.paths import DEFAULT_CACHE
 from argus_eval.data.types import Dataset
 from argus_eval.errors import DataNotFoundError
 from argus_eval.runner.config import RunSpec
 
-DEFAULT_CACHE = Path.home() / ".cache" / "argus-eval"
+__all__ = ["DEFAULT_CACHE", "load_datasets", "moved_data_hint"]
 
 
 def load_datasets(cfg: RunSpec) -> list[Dataset]:

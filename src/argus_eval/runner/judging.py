@@ -8,6 +8,10 @@ through the runner's model pool and is called through the generative protocol. A
 verdict that does not parse (its raw text kept), is a judge failure: scoring counts the sample failed,
 like a model failure (runner/failures.py, --max-failed). Failed calls are retried on a rerun; a verdict
 that did not parse is not (a greedy judge would say the same again), unless the judge or answer changes.
+
+A verdict's stamp also holds a digest of the record as written, and its verdict must be what its raw text
+reads as: a verdict edited, truncated or made NaN in the store is never used; it is judged again and
+counted (run_log.json judge.rejected).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.prepare import prepare
 from argus_eval.runner.store import Store
 from argus_eval.tasks.base import TaskOptions
-from argus_eval.tasks.judge import VERDICT, Judged, JudgeItem, JudgeSetup, parse_verdict
+from argus_eval.tasks.judge import VERDICT, Judged, JudgeItem, JudgeOptions, JudgeSetup, parse_verdict
 from argus_eval.tasks.records import Record
 
 
@@ -45,9 +49,42 @@ class JudgeStats:
     calls: int = 0
     reused: int = 0
     failed: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)  # damaged verdicts judged again, by reason
 
-    def to_json(self) -> dict[str, int]:
-        return {"calls": self.calls, "reused": self.reused, "failed": self.failed}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"calls": self.calls, "reused": self.reused, "failed": self.failed}
+        return out | ({"rejected": dict(sorted(self.rejected.items()))} if self.rejected else {})
+
+
+def _stamp(prompt: str, record: Record) -> str:
+    """A verdict's stamp: the prompt the judge read, and the digest of the record as written."""
+    return f"{fingerprint_of(prompt)}:{fingerprint_of(record.output, record.error)}"
+
+
+def _standing(prompt: str, record: Record | None, stamp: str | None, opts: JudgeOptions) -> str | None:
+    """Whether a stored verdict stands for this prompt: None when it does, "stale" when it read another
+    prompt (or predates digests), else why it is damaged."""
+    if record is None or stamp is None or ":" not in stamp:
+        return "stale"
+    read, digest = stamp.split(":", 1)
+    if read != fingerprint_of(prompt):
+        return "stale"
+    if digest != fingerprint_of(record.output, record.error):
+        return "content does not match its digest (edited or truncated)"
+    if record.output is None:
+        return None  # a failed call: nothing to read
+    raw, verdict = record.output.get("raw"), record.output.get("verdict")
+    if not isinstance(raw, str):
+        return "no raw text"
+    again = parse_verdict(raw, opts)
+    if not _same(again.score, verdict) or (again.error is None) != (record.error is None):
+        return "verdict is not what its raw text reads as"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    # a NaN verdict never stands (NaN != NaN); bool and int are kept apart
+    return type(a) is type(b) and a == b
 
 
 def judge_setups(options: Sequence[TaskOptions], fingerprint: Callable[[Any], str]) -> dict[str, JudgeSetup]:
@@ -76,6 +113,7 @@ class _Due:
     key: str
     samples: list[Sample] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)  # sample ids whose stored verdict is deleted first
 
 
 def _items(cell: Cell, records: dict[str, Record]) -> list[tuple[Sample, JudgeItem]]:
@@ -101,10 +139,17 @@ def _due(cell: Cell, setup: JudgeSetup, store: Store, retry_failed: bool, stats:
     for s, item in _items(cell, store.read(cell.key)):
         prompt = item.prompt(setup.options.prompt)
         old = done.get(s.sample_id)
-        current = old is not None and states[s.sample_id][0] == fingerprint_of(prompt)
-        if current and old is not None and (old.error is None or old.output is not None or not retry_failed):
+        why = _standing(prompt, old, states.get(s.sample_id, (None, False))[0], setup.options)
+        if (
+            why is None
+            and old is not None
+            and (old.error is None or old.output is not None or not retry_failed)
+        ):
             stats.reused += 1
             continue
+        if why not in (None, "stale"):
+            stats.rejected[str(why)] = stats.rejected.get(str(why), 0) + 1
+            due.damaged.append(s.sample_id)
         due.samples.append(s)
         due.prompts.append(prompt)
     return due
@@ -191,7 +236,10 @@ def judge_plan(plan: Plan, store: Store, pool: ModelPool, run_seed: int, strict:
                     f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set"
                 )
             stats.failed += len(failed)
-            stamps = {s.sample_id: fingerprint_of(p) for s, p in zip(due.samples, due.prompts, strict=True)}
+            prompts = {s.sample_id: p for s, p in zip(due.samples, due.prompts, strict=True)}
+            stamps = {r.sample_id: _stamp(prompts[r.sample_id], r) for r in records}
+            # a damaged verdict may carry the stamp its judged-again record gets: deleted, or it would stay
+            store.delete(due.key, due.damaged)
             store.write(due.key, records, stamps)
         pool.release(setup.options.config())
     return stats
@@ -218,9 +266,8 @@ def apply_judgments(
     shown: dict[str, dict[str, Any]] = {}
     for s, item in _items(cell, ok):
         v = verdicts.get(s.sample_id)
-        current = v is not None and states[s.sample_id][0] == fingerprint_of(
-            item.prompt(setup.options.prompt)
-        )
+        stamp = states.get(s.sample_id, (None, False))[0]
+        current = _standing(item.prompt(setup.options.prompt), v, stamp, setup.options) is None
         if v is None or not current:  # a stale verdict read another prompt: not shown as this one's
             why = failures[s.sample_id] = "judge: not judged (the judge did not run on this answer)"
             shown[s.sample_id] = judge_entry(setup, None, None, why)

@@ -13,8 +13,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import argus_eval
-
 _PACKAGES = (
     "argus-eval",
     "numpy",
@@ -41,7 +39,7 @@ def package_versions() -> dict[str, str]:
 
 def git_revision() -> dict[str, Any]:
     """Revision of the ARGUS-EVAL source tree (if it is a git checkout) and whether it had local edits."""
-    root = Path(argus_eval.__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # src/argus_eval/runner/ -> the checkout
     try:
         rev = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],

@@ -31,7 +31,7 @@ from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.runner.profiling import Profiles, profile_plan
 from argus_eval.runner.results import build_results, timing_block
-from argus_eval.runner.score import keep_scored, score_cells, write_samples
+from argus_eval.runner.score import keep_scored, rejected_parts, score_cells, write_samples
 from argus_eval.runner.skipped import skip_notes, write_skipped
 from argus_eval.runner.store import Store
 from argus_eval.runner.threads import plan_threads, using
@@ -202,6 +202,7 @@ def run(
             pool.close()
         with building_long_lived():  # every cell's records, held until the results are written
             scored = score_cells(plan, store)
+        features_rejected = dict(store.features_rejected)  # this store's: another is opened below
     with writing(out_dir / "samples.jsonl"):
         n_samples = write_samples(scored, out_dir / "samples.jsonl")
     with writing(out_dir / "skipped.jsonl"):
@@ -264,6 +265,10 @@ def run(
         **({"judge": judged.to_json()} if plan.judges else {}),
         # a named METEOR server's refusals and spot checks (this process's, metrics/meteor_remote.py)
         **({"meteor": meteor} if (meteor := meteor_events()) else {}),
+        # kept scored parts found damaged (digest, decode, non-finite) and recomputed (runner/score_cache.py)
+        **({"scored_parts_rejected": rejected} if (rejected := rejected_parts(scored)) else {}),
+        # kept region features found damaged, deleted and extracted again, by reason (runner/store.py)
+        **({"features_rejected": features_rejected} if features_rejected else {}),
     }
     if stats.call_logs:  # served models: concurrency over time and the tokens their servers reported
         log["served"] = stats.call_logs

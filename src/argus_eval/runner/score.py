@@ -25,6 +25,7 @@ from argus_eval.runner.score_cache import (
     unpack_result,
     unpack_rows,
 )
+from argus_eval.runner.seal import DamagedPartError, unseal
 from argus_eval.runner.store import Store
 from argus_eval.runner.usage import rows_tokens
 from argus_eval.scoring.types import CellData, CellKey
@@ -46,6 +47,8 @@ class ScoredCell:
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     # per judged sample: one entry per judge (runner/judging.py judge_entry), on its samples.jsonl line
     judged: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # kept scored parts found damaged and recomputed: "<part>: <why>" (run_log.json scored_parts_rejected)
+    rejected: list[str] = field(default_factory=list)
 
     @property
     def total_tokens(self) -> dict[str, int] | None:
@@ -89,27 +92,42 @@ def _finalizer(cell: Cell, records: _OkRecords) -> Callable[[], CellResult]:
 
 
 def _scored(
-    cell: Cell, rows: list[RawRow], digest: str, kept: dict[str, bytes], records: _OkRecords
+    cell: Cell,
+    rows: list[RawRow],
+    digest: str,
+    kept: dict[str, bytes],
+    records: _OkRecords,
+    rejected: list[str],
 ) -> ScoredCell:
     failures = {sid: repair_text(err) for sid, _o, _a, err, _s in rows if err is not None}
     if len(failures) == len(rows):
         return ScoredCell(cell, None, failures)
     fresh = _finalizer(cell, records)
     blob = kept.get(f"rows:{digest}")
-    cache = CellCache(digest, {} if blob is None else unpack_rows(blob), None)
+    try:
+        kept_rows = {} if blob is None else unpack_rows(blob)
+    except DamagedPartError as e:
+        kept_rows, blob = {}, None
+        rejected.append(f"finish rows: {e}")
+    cache = CellCache(digest, kept_rows, None)
+    cache.rows_damaged = any(r.startswith("finish rows") for r in rejected)
     finish = cache.wrap(lambda: fresh().finish)
 
     def extra(name: str) -> Finish:
         return cache.wrap(lambda: fresh().extras[name], f"{name}:")
 
     packed = kept.get(f"cell:{digest}")
+    result: CellResult | None = None
     if packed is not None:
-        result, _names = unpack_result(packed, finish, extra)
-    else:
+        try:
+            result, _names = unpack_result(packed, finish, extra)
+        except DamagedPartError as e:
+            rejected.append(f"cell result: {e}")
+    if result is None:
         computed = fresh()
         cache.packed = pack_result(computed)
         result = replace(computed, finish=finish, extras={n: extra(n) for n in sorted(computed.extras)})
-    return ScoredCell(cell, result, failures, cache)
+    return ScoredCell(cell, result, failures, cache, rejected=rejected)
 
 
 def _judged(cell: Cell, setup: JudgeSetup, store: Store, rows: list[RawRow]) -> ScoredCell:
@@ -127,7 +145,8 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     earlier scoring reads its result and finish rows from the store instead (keep_scored)."""
     raw = {cell.key: store.raw_rows(cell.key) for cell in plan.cells}
     digests = {c.key: record_hash(c.key + c.task.scoring_hash(), raw[c.key]) for c in plan.cells}
-    kept = store.get_scored([f"{kind}:{d}" for d in digests.values() for kind in ("cell", "rows")])
+    kept, damaged = _sound(store.get_scored([f"{k}:{d}" for d in digests.values() for k in ("cell", "rows")]))
+    rejected = {c.key: _why(digests[c.key], damaged) for c in plan.cells}
     records = {c.key: _OkRecords(c, store, raw[c.key]) for c in plan.cells}
     # the cells to finalize now (no kept result), shown to their task all together first
     due = [
@@ -142,13 +161,32 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     for c in plan.cells:
         setup = plan.judges.get(c.task.name)
         s = (
-            _scored(c, raw[c.key], digests[c.key], kept, records[c.key])
+            _scored(c, raw[c.key], digests[c.key], kept, records[c.key], rejected[c.key])
             if setup is None
             else _judged(c, setup, store, raw[c.key])
         )
         s.tokens = rows_tokens(raw[c.key], s.failures)
         out.append(s)
     return out
+
+
+def _sound(kept: dict[str, bytes]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The kept parts whose seal holds, and why each other one is rejected (it is recomputed)."""
+    ok: dict[str, bytes] = {}
+    bad: dict[str, str] = {}
+    for key, value in kept.items():
+        try:
+            unseal(value)
+        except DamagedPartError as e:
+            bad[key] = str(e)
+        else:
+            ok[key] = value
+    return ok, bad
+
+
+def _why(digest: str, damaged: dict[str, str]) -> list[str]:
+    names = {"cell": "cell result", "rows": "finish rows"}
+    return [f"{names[k]}: {damaged[f'{k}:{digest}']}" for k in ("cell", "rows") if f"{k}:{digest}" in damaged]
 
 
 def _before_finalize(cells: list[Cell], records: Mapping[str, _OkRecords]) -> None:
@@ -159,6 +197,15 @@ def _before_finalize(cells: list[Cell], records: Mapping[str, _OkRecords]) -> No
         group[0].task.before_finalize(
             [FinalizeInput(c.dataset, c.samples, records[c.key], c.protocol) for c in group]
         )
+
+
+def rejected_parts(scored: list[ScoredCell]) -> dict[str, list[str]]:
+    """Per cell ("model/task/dataset/condition"), the kept parts rejected and recomputed, and why."""
+    return {
+        f"{s.cell.model.name}/{s.cell.task.name}/{s.cell.dataset.name}/{s.cell.condition.id}": s.rejected
+        for s in scored
+        if s.rejected
+    }
 
 
 def keep_scored(store: Store, scored: list[ScoredCell]) -> None:

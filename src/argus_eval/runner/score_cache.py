@@ -8,6 +8,11 @@ computed from (bootstrap counts @ components: the same draws over the same recor
 A rerun with nothing changed reads both and calls no finish; a changed record changes its cell's hash,
 so exactly that cell is finalized and resampled again. A finish is still there when asked for sums it has
 not seen (a new pair restriction, say): it finalizes the cell from its records then, once.
+
+Each kept value is sealed with a digest of its content (seal/unseal) and checked on read, with its numbers
+checked finite: an edited, truncated or undecodable part is never used; the cell is finalized from its
+records again and the rejection counted (run_log.json "scored_parts_rejected"). The digest catches
+damage, not a forger who recomputes it: the store is as trusted as the folder that holds it.
 """
 
 from __future__ import annotations
@@ -15,24 +20,26 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import zipfile
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-import argus_eval
+from argus_eval.runner.seal import DamagedPartError, require_finite, seal, unseal
 from argus_eval.tasks.answers import AnswerFormat
 from argus_eval.tasks.base import CellResult, Finish
+from argus_eval.version import __version__
 
 # Bump when finalize or a finish changes what it returns for the same records.
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 RawRow = tuple[str, str | None, bytes | None, str | None, float]
 
 
 def record_hash(cell_key: str, rows: list[RawRow]) -> str:
     """Hash of everything a cell's scores are computed from (timings left out: no score reads them)."""
-    h = hashlib.sha256(f"{CACHE_VERSION}/{argus_eval.__version__}\0{cell_key}\0".encode())
+    h = hashlib.sha256(f"{CACHE_VERSION}/{__version__}\0{cell_key}\0".encode())
     for sid, output, arrays, error, _seconds in rows:
         for part in (sid, output, error):
             h.update(b"\1" if part is None else b"\2" + part.encode("utf-8", "surrogatepass"))
@@ -66,14 +73,23 @@ class CachedFinish:
 
 
 def pack_rows(rows: dict[str, np.ndarray]) -> bytes:
+    """A cell's finish rows, sealed."""
     buf = io.BytesIO()
     np.savez(buf, **{k: rows[k] for k in sorted(rows)})  # type: ignore[arg-type]
-    return buf.getvalue()
+    return seal(buf.getvalue())
 
 
-def unpack_rows(blob: bytes) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+def unpack_rows(sealed: bytes) -> dict[str, np.ndarray]:
+    """Finish rows as packed; DamagedPartError when damaged."""
+    blob = unseal(sealed)
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            rows = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:  # np.load's ways to fail
+        raise DamagedPartError(f"finish rows do not decode ({type(e).__name__})") from None
+    for k, a in rows.items():
+        require_finite(a, f"finish row {k!r}")
+    return rows
 
 
 def pack_result(r: CellResult) -> bytes:
@@ -95,18 +111,22 @@ def pack_result(r: CellResult) -> bytes:
     text = json.dumps(head, ensure_ascii=False).encode("utf-8", "surrogatepass")
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(r.components), allow_pickle=False)
-    return len(text).to_bytes(8, "little") + text + buf.getvalue()
+    return seal(len(text).to_bytes(8, "little") + text + buf.getvalue())
 
 
 def unpack_result(
     blob: bytes, finish: Finish, extra: Callable[[str], Finish]
 ) -> tuple[CellResult, list[str]]:
-    """A packed cell result with the given finish and extras (extra(name) gives each); its extras' names."""
-    n = int.from_bytes(blob[:8], "little")
-    head: dict[str, Any] = json.loads(blob[8 : 8 + n].decode("utf-8", "surrogatepass"))
-    components = np.load(io.BytesIO(blob[8 + n :]), allow_pickle=False)
-    form = head["answer_format"]
-    names: list[str] = head["extras"]
+    """A packed cell result with the given finish and extras (extra(name) gives each); its extras' names.
+    DamagedPartError when the packed value is damaged."""
+    plain = unseal(blob)
+    try:
+        head, components = _decode_result(plain)
+        form = head["answer_format"]
+        names: list[str] = head["extras"]
+    except (OSError, ValueError, EOFError, KeyError, TypeError) as e:  # bad bytes, as json and np.load fail
+        raise DamagedPartError(f"cell result does not decode ({type(e).__name__})") from None
+    require_finite(components, "components")
     result = CellResult(
         sample_ids=head["sample_ids"],
         predictions=head["predictions"],
@@ -124,6 +144,12 @@ def unpack_result(
     return result, names
 
 
+def _decode_result(blob: bytes) -> tuple[dict[str, Any], np.ndarray]:
+    n = int.from_bytes(blob[:8], "little")
+    head: dict[str, Any] = json.loads(blob[8 : 8 + n].decode("utf-8", "surrogatepass"))
+    return head, np.load(io.BytesIO(blob[8 + n :]), allow_pickle=False)
+
+
 class CellCache:
     """One cell's scored parts: its record hash, its finish rows (from the store, plus any new ones) and
     the packed result when it was finalized afresh."""
@@ -133,6 +159,7 @@ class CellCache:
         self.rows = rows
         self.packed = packed
         self.finishes: list[CachedFinish] = []
+        self.rows_damaged = False  # the kept rows were rejected: rewrite them even if none is added
 
     def wrap(self, compute: Callable[[], Finish], prefix: str = "") -> CachedFinish:
         f = CachedFinish(compute, self.rows, prefix)
@@ -142,6 +169,6 @@ class CellCache:
     def to_store(self) -> dict[str, bytes]:
         """What the store lacks of this cell: its result if new, its rows if any were added."""
         out = {} if self.packed is None else {f"cell:{self.digest}": self.packed}
-        if any(f.added for f in self.finishes):
+        if self.rows_damaged or any(f.added for f in self.finishes):
             out[f"rows:{self.digest}"] = pack_rows(self.rows)
         return out

@@ -25,6 +25,7 @@ import numpy as np
 from argus_eval.data.text import repair_text, repair_value
 from argus_eval.errors import ArgusError, OutputError, StoreError
 from argus_eval.runner.outputs import writing
+from argus_eval.runner.seal import DamagedPartError, require_finite, seal, unseal
 from argus_eval.tasks.records import Record
 
 SCHEMA_VERSION = "1"
@@ -69,6 +70,8 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # kept region features found damaged and deleted (get_features), by reason: run_log.json
+        self.features_rejected: dict[str, int] = {}
         with writing(path.parent):
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -199,6 +202,13 @@ class Store:
                 rows,
             )
 
+    def delete(self, cell: str, sample_ids: Iterable[str]) -> None:
+        """Remove those records of a cell (a damaged one about to be made again), in one transaction."""
+        ids = [(cell, sid) for sid in sample_ids]
+        if ids:
+            with self._writes(), self._transaction():
+                self._db.executemany("DELETE FROM records WHERE cell=? AND sample_id=?", ids)
+
     def raw_rows(self, cell: str) -> list[tuple[str, str | None, bytes | None, str | None, float]]:
         """A cell's records as stored (sample id, output JSON, arrays, error, seconds), by sample id: cheap
         to hash, and decode() turns them into records."""
@@ -253,12 +263,27 @@ class Store:
 
     # --- per-image feature arrays (a detector's regions; runner/feature_store.py) ----------------
     def get_features(self, key: str) -> dict[str, np.ndarray] | None:
-        row = self._db.execute("SELECT arrays FROM features WHERE key=?", (key,)).fetchone()
-        return None if row is None else _unpack_arrays(row[0])
+        """The arrays kept under key; None when there are none, or when they fail their seal, do not
+        decode or hold a non-finite number: then the entry is deleted (so that the features made again
+        are kept) and the reason added to features_rejected."""
+        rows = self._rows("SELECT arrays FROM features WHERE key=?", (key,))
+        if not rows:
+            return None
+        try:
+            arrays = _unpack_arrays(unseal(bytes(rows[0][0])))
+            for name, a in arrays.items():
+                require_finite(a, f"array {name!r}")
+        except (DamagedPartError, ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
+            reason = str(e) if isinstance(e, DamagedPartError) else f"does not decode ({type(e).__name__})"
+            self.features_rejected[reason] = self.features_rejected.get(reason, 0) + 1
+            with self._writes():
+                self._db.execute("DELETE FROM features WHERE key=?", (key,))
+            return None
+        return arrays
 
     def put_features(self, key: str, arrays: Mapping[str, np.ndarray]) -> int:
-        """Keep arrays under key (the first write wins); the bytes stored."""
-        blob = _pack_arrays(arrays) or b""
+        """Keep arrays under key, sealed (the first write wins); the bytes stored."""
+        blob = seal(_pack_arrays(arrays) or b"")
         with self._writes():
             self._db.execute("INSERT OR IGNORE INTO features(key, arrays) VALUES (?, ?)", (key, blob))
         return len(blob)

@@ -253,12 +253,20 @@ class Task(ABC):
         return fingerprint_of(self.name, protocol.name, self.options.model_dump(mode="json", exclude=exclude))
 
     def scoring_hash(self) -> str:
-        """Hash of the options that change only how stored answers are scored ("" when there are none)."""
-        if not self.scoring_options:
+        """Hash of what changes only how stored answers are scored: the scoring options and who scores
+        (scorer_identity); "" when there is neither."""
+        who = self.scorer_identity()
+        if not self.scoring_options and not who:
             return ""
         return fingerprint_of(
-            self.name, self.options.model_dump(mode="json", include=set(self.scoring_options))
+            self.name, self.options.model_dump(mode="json", include=set(self.scoring_options)), who
         )
+
+    def scorer_identity(self) -> str:
+        """Who scores beyond this package's own code (an external scorer and its version), so that kept
+        scores are reused only when the same scorer would give them. Default: "" (this code alone, whose
+        version is in every kept part's key)."""
+        return ""
 
     def accepts(self, condition: Condition | str) -> bool:
         """Whether a condition (or every condition of a kind, by its name) applies to this task."""

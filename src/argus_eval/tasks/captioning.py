@@ -15,6 +15,7 @@ from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import CapabilityError
 from argus_eval.metrics.caption import caption_components, caption_finish, components_ahead
 from argus_eval.metrics.meteor_remote import warm_meteor
+from argus_eval.metrics.meteor_server import meteor_version
 from argus_eval.metrics.retrieval import similarity
 from argus_eval.models.protocols import (
     CAPTION,
@@ -99,6 +100,14 @@ class CaptioningTask(Task):
     def _metrics(self) -> list[str]:
         # METEOR needs a Java runtime; without one it is left out of the score and the cell says so.
         return [m for m in self.options.metrics if m != "METEOR" or shutil.which("java")]
+
+    def scorer_identity(self) -> str:
+        """The metrics this machine computes (METEOR is left out without Java) and METEOR's scorer: the
+        jar's digest and options, which the local JVM and any server it uses share (a server must
+        declare the same version and passes spot checks against the local JVM, metrics/meteor_remote.py),
+        so kept scores move between them, but not to a machine without Java or with another jar."""
+        used = self._metrics()
+        return ",".join(used) + (f" {meteor_version()}" if "METEOR" in used else "")
 
     def warm_up(self) -> None:
         # the METEOR JVM loads its paraphrase table for seconds: start it while the models caption

@@ -6,8 +6,10 @@ res4, 6000 proposals before and 300 after an NMS at IoU 0.7, 14x14 RoI max pooli
 and dilation 2 ("RES5HALVE: False"), 1600 object and 400 attribute classes; images resized to a
 shortest side of 600 (longest at most 1000), BGR pixel means subtracted; 36 boxes per image, NMS at
 IoU 0.6 (relaxed step by step until enough boxes survive), scores at least 0.2 beyond the minimum.
-A config.yaml may set any of them under detectron2's key names, at its top level (as the published
-file does) or under MODEL.
+A config.yaml may set any of them under detectron2's key names, in any case, at its top level (as the
+published file does) or under MODEL; a single value stands for a list of one and a list of one for a
+single value (published configs write NMS thresholds either way); a key no level knows is an error
+(config_keys.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import yaml
 
 from argus_eval.errors import ModelLoadError
+from argus_eval.models.frcnn.config_keys import check_keys
 
 # ResNet depth -> blocks of res2, res3, res4 (res5 always has 3, in the RoI head); 26 is for tests
 STAGE_BLOCKS: dict[int, tuple[int, int, int]] = {
@@ -97,6 +100,10 @@ class FrcnnConfig:
         problems = [
             ("depth", self.depth in STAGE_BLOCKS, f"one of {sorted(STAGE_BLOCKS)}"),
             ("min_size", 0 < self.min_size <= self.max_size, "0 < min_size <= max_size"),
+            ("pixel_mean", len(self.pixel_mean) == 3, "3 values (B, G, R)"),
+            ("pixel_std", len(self.pixel_std) == 3, "3 values (B, G, R)"),
+            ("rpn_box_weights", len(self.rpn_box_weights) == 4, "4 values (dx, dy, dw, dh)"),
+            ("box_weights", len(self.box_weights) == 4, "4 values (dx, dy, dw, dh)"),
             # a cap: every image is padded to `boxes` rows, so a huge count exhausts memory
             ("boxes", 1 <= self.boxes <= MAX_BOXES, f"between 1 and {MAX_BOXES}"),
             ("min_boxes", 0 <= self.min_boxes <= self.boxes, "between 0 and boxes"),
@@ -166,6 +173,10 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     if isinstance(default, tuple):
         items = value if isinstance(value, list | tuple) else [value]
         return tuple(float(v) for v in items)
+    if isinstance(value, list | tuple):  # a list of one where one value is read (NMS_THRESH: [0.7])
+        if len(value) != 1:
+            raise ValueError(f"expected one value, got {len(value)}")
+        value = value[0]
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ValueError("expected true or false")
@@ -182,7 +193,9 @@ def _upper_keys(data: Any) -> Any:
 
 def config_from_mapping(data: Mapping[str, Any], source: str) -> FrcnnConfig:
     """A FrcnnConfig from a parsed config.yaml (keys in any case): the keys it sets, defaults for
-    the rest."""
+    the rest. ModelLoadError naming source and the key for a key no level knows (config_keys.py), a
+    value that does not fit, or a setting this detector cannot follow."""
+    check_keys(data, source)
     data = _upper_keys(data)
     defaults = FrcnnConfig()
     updates: dict[str, Any] = {}
@@ -199,6 +212,12 @@ def config_from_mapping(data: Mapping[str, Any], source: str) -> FrcnnConfig:
     if "boxes" in updates and "min_boxes" not in updates:
         # LXMERT reads a fixed count: the minimum is the count unless MIN_DETECTIONS or options say
         updates["min_boxes"] = updates["boxes"]
+    fmt = _section(data, "INPUT").get("FORMAT", "BGR")
+    if str(fmt).upper() != "BGR":
+        raise ModelLoadError(
+            f"detector {source}: INPUT.FORMAT = {fmt!r}; this detector feeds BGR pixels (the published "
+            "weights' format), remove the key or set it to BGR"
+        )
     head = _section(data, "ROI_BOX_HEAD")
     if head.get("CLS_AGNOSTIC_BBOX_REG") or head.get("ATTR") is False:
         raise ModelLoadError(

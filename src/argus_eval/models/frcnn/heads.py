@@ -14,7 +14,7 @@ from torch.nn import functional as F
 
 from argus_eval.models.frcnn.backbone import res5
 from argus_eval.models.frcnn.config import FrcnnConfig
-from argus_eval.models.frcnn.ops import roi_pool
+from argus_eval.models.frcnn.ops import KERNELS, Kernels
 
 # res5 runs on this many regions at a time: bounds memory (300 regions of 14x14x2048 are ~0.5 GB
 # per activation) without changing any region's result.
@@ -47,15 +47,16 @@ class BoxPredictor(nn.Module):
 class Res5ROIHeads(nn.Module):
     """Pooled (R, feature_dim) region features and the box predictor's outputs for R proposals."""
 
-    def __init__(self, cfg: FrcnnConfig) -> None:
+    def __init__(self, cfg: FrcnnConfig, kernels: Kernels = KERNELS) -> None:
         super().__init__()
         self.cfg = cfg
+        self.kernels = kernels
         self.res5 = res5(cfg)
         self.box_predictor = BoxPredictor(cfg)
 
     def forward(self, features: torch.Tensor, proposals: torch.Tensor) -> torch.Tensor:
         """(R, feature_dim): each proposal pooled from the (1, C, H, W) res4 map, through res5, averaged."""
-        pooled = roi_pool(features[0], proposals, 1.0 / self.cfg.stride, self.cfg.pool_size)
+        pooled = self.kernels.roi_pool(features[0], proposals, 1.0 / self.cfg.stride, self.cfg.pool_size)
         parts = [self.res5(pooled[i : i + CHUNK]).mean(dim=(2, 3)) for i in range(0, len(pooled), CHUNK)]
         if not parts:
             return features.new_zeros((0, self.cfg.feature_dim))

@@ -1,16 +1,25 @@
 """Box arithmetic of a Faster R-CNN: delta decoding, clipping, greedy NMS and RoI max pooling.
 
-Written in plain torch (no torchvision): the semantics are those of detectron2's Box2BoxTransform and
-of torchvision's nms and roi_pool CPU kernels, float32 arithmetic included, so that a region's box and
-pooled cells are the ones the detector was trained with.
+``nms`` and ``roi_pool`` here are written in plain torch (no torchvision): the semantics are those of
+detectron2's Box2BoxTransform and of torchvision's nms and roi_pool CPU kernels, float32 arithmetic
+included, so that a region's box and pooled cells are the ones the detector was trained with. Where
+torchvision imports (every CUDA machine has it), the detector runs torchvision's compiled kernels
+instead (``KERNELS``, chosen once at import; ``ARGUS_FRCNN_PURE_OPS=1`` keeps the plain ones): the
+same boxes and pooled cells, without the Python loops over boxes that dominate a GPU's time.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import torch
+
+# set to 1 to run the plain-torch kernels even where torchvision is installed
+PURE_OPS_ENV = "ARGUS_FRCNN_PURE_OPS"
 
 # exp(dw) is clamped so that a 16 px box grows to at most 1000 px
 SCALE_CLAMP = math.log(1000.0 / 16)
@@ -53,7 +62,10 @@ def nms(
 ) -> torch.Tensor:
     """Indices of the boxes greedy NMS keeps, best score first (ties in input order); a box is dropped
     when its IoU with a kept one exceeds threshold (a NaN IoU drops nothing, as in torchvision). Stops
-    after limit kept boxes: the same first boxes a full pass keeps."""
+    after limit kept boxes: the same first boxes a full pass keeps.
+
+    The float32 IoU is compared with the threshold in float64, as torchvision's kernel does: an IoU of
+    3/5 rounds to 0.6000000238 in float32 and exceeds 0.6 (a float32 comparison would call it equal)."""
     rest = torch.sort(scores, descending=True, stable=True).indices
     keep: list[torch.Tensor] = []
     while rest.numel() and (limit is None or len(keep) < limit):
@@ -61,7 +73,7 @@ def nms(
         keep.append(best)
         rest = rest[1:]
         if rest.numel():
-            rest = rest[~(_iou_one(boxes[best], boxes[rest]) > threshold)]
+            rest = rest[~(_iou_one(boxes[best], boxes[rest]).double() > threshold)]
     if not keep:
         return torch.zeros((0,), dtype=torch.long, device=boxes.device)
     return torch.stack(keep)
@@ -108,3 +120,69 @@ def roi_pool(features: torch.Tensor, boxes: torch.Tensor, scale: float, size: in
             if b > a:
                 out[r, :, i] = torch.where(col_ok, by_col[:, a - r_lo : b - r_lo].amax(dim=1), 0.0)
     return out
+
+
+class NmsFn(Protocol):
+    """``nms``'s signature."""
+
+    def __call__(
+        self, boxes: torch.Tensor, scores: torch.Tensor, threshold: float, limit: int | None = None
+    ) -> torch.Tensor: ...
+
+
+RoiPoolFn = Callable[[torch.Tensor, torch.Tensor, float, int], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The NMS and RoI pooling a detector runs, with ``nms`` and ``roi_pool``'s signatures."""
+
+    name: str  # "torch" (this module's) or "torchvision"
+    nms: NmsFn
+    roi_pool: RoiPoolFn
+
+
+PURE = Kernels("torch", nms, roi_pool)
+
+
+def _tv_nms(
+    boxes: torch.Tensor, scores: torch.Tensor, threshold: float, limit: int | None = None
+) -> torch.Tensor:
+    """``nms`` on torchvision's kernel."""
+    from torchvision.ops import nms as tv_nms
+
+    # torchvision sorts the scores unstably (ties in any order, CPU and CUDA alike): sort them stably
+    # here and hand it strictly decreasing ranks, so ties keep input order as in nms above
+    order = torch.sort(scores, descending=True, stable=True).indices
+    ranks = -torch.arange(len(order), dtype=boxes.dtype, device=boxes.device)  # exact below 2**24
+    keep = order[tv_nms(boxes[order], ranks, float(threshold))]
+    return keep if limit is None else keep[:limit]
+
+
+def _tv_roi_pool(features: torch.Tensor, boxes: torch.Tensor, scale: float, size: int) -> torch.Tensor:
+    """``roi_pool`` on torchvision's kernel."""
+    from torchvision.ops import roi_pool as tv_roi_pool
+
+    pooled: torch.Tensor = tv_roi_pool(features[None], [boxes.to(features.dtype)], size, scale)
+    return pooled
+
+
+def _torchvision_kernels() -> Kernels | None:
+    """torchvision's compiled nms and roi_pool, wrapped to this module's semantics; None when torchvision
+    does not import (absent, or a wheel built for another torch, which fails registering its ops)."""
+    try:
+        import torchvision.ops  # noqa: F401
+    except (ImportError, OSError, RuntimeError):
+        return None
+    return Kernels("torchvision", _tv_nms, _tv_roi_pool)
+
+
+def default_kernels() -> Kernels:
+    """torchvision's kernels where torchvision imports, unless ARGUS_FRCNN_PURE_OPS=1; else PURE."""
+    if os.environ.get(PURE_OPS_ENV, "").strip() not in ("", "0"):
+        return PURE
+    return _torchvision_kernels() or PURE
+
+
+# chosen once, when the detector's code is first imported
+KERNELS = default_kernels()

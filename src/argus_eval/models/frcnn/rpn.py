@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from argus_eval.models.frcnn.config import FrcnnConfig
-from argus_eval.models.frcnn.ops import apply_deltas, clip_boxes, nms
+from argus_eval.models.frcnn.ops import KERNELS, Kernels, apply_deltas, clip_boxes
 
 
 def cell_anchors(sizes: tuple[float, ...], ratios: tuple[float, ...]) -> torch.Tensor:
@@ -69,9 +69,10 @@ class RPN(nn.Module):
     """Proposals of one image: best pre_nms_topk anchors by objectness, decoded, clipped, non-empty,
     NMS at rpn_nms, at most post_nms_topk, best first."""
 
-    def __init__(self, cfg: FrcnnConfig) -> None:
+    def __init__(self, cfg: FrcnnConfig, kernels: Kernels = KERNELS) -> None:
         super().__init__()
         self.cfg = cfg
+        self.kernels = kernels
         self.anchor_generator = AnchorGenerator(cfg)
         self.rpn_head = RPNHead(cfg)
 
@@ -89,5 +90,5 @@ class RPN(nn.Module):
         scores = logits[order]
         wide = (boxes[:, 2] - boxes[:, 0] > cfg.rpn_min_box) & (boxes[:, 3] - boxes[:, 1] > cfg.rpn_min_box)
         boxes, scores = boxes[wide], scores[wide]
-        keep = nms(boxes, scores, cfg.rpn_nms, limit=cfg.post_nms_topk)
+        keep = self.kernels.nms(boxes, scores, cfg.rpn_nms, limit=cfg.post_nms_topk)
         return boxes[keep]

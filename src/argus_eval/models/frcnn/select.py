@@ -24,7 +24,7 @@ import torch
 from numpy.typing import NDArray
 
 from argus_eval.models.frcnn.config import FrcnnConfig
-from argus_eval.models.frcnn.ops import apply_deltas, clip_boxes, nms
+from argus_eval.models.frcnn.ops import KERNELS, NmsFn, apply_deltas, clip_boxes
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ def best_class_boxes(
     return boxes, scores, classes
 
 
-def keep_indices(boxes: torch.Tensor, scores: torch.Tensor, cfg: FrcnnConfig) -> torch.Tensor:
+def keep_indices(
+    boxes: torch.Tensor, scores: torch.Tensor, cfg: FrcnnConfig, nms: NmsFn = KERNELS.nms
+) -> torch.Tensor:
     """Steps 2 and 3: indices of the kept detections, best score first."""
     keep = torch.zeros((0,), dtype=torch.long)
     for t in cfg.nms_thresholds:
