@@ -4,12 +4,14 @@ the registries that take plugins once they are loaded, and only while it runs.""
 
 from __future__ import annotations
 
+import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
 from argus_eval import registry as registry_module
-from argus_eval.errors import RegistryError, UnknownNameError
+from argus_eval.errors import PluginError, RegistryError, UnknownNameError
 from argus_eval.registry import Registry
 
 
@@ -24,11 +26,8 @@ class Square(Shape):
 def _plugins(monkeypatch: pytest.MonkeyPatch, group: str, **entries: str) -> None:
     """Entry points of group, as an installed distribution would declare them."""
     eps = [metadata.EntryPoint(name, value, group) for name, value in entries.items()]
-
-    def entry_points(*, group: str | None = None) -> list[metadata.EntryPoint]:
-        return [e for e in eps if e.group == group]
-
-    monkeypatch.setattr(registry_module.metadata, "entry_points", entry_points)
+    installed = registry_module._Installed({group: eps}, [])
+    monkeypatch.setattr(registry_module, "_installed", lambda: installed)
 
 
 def test_a_registered_object_of_the_wrong_type_is_refused() -> None:
@@ -94,3 +93,35 @@ def test_the_console_command_freezes_loaded_plugin_registries_only_while_it_runs
         built_in.register("square", Square)  # a registry no plugin can reach stays open
     loaded.register("late", Square)  # open again once the command is done
     assert loaded.names() == ["late", "square"]
+
+
+def test_a_name_registered_by_the_plugins_own_module_is_no_clash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin module that registers itself when imported (imported first by other code) is the same
+    plugin as its entry point; a name registered from elsewhere is claimed, and refused naming both."""
+    _plugins(monkeypatch, "argus_eval.test_shapes", square=f"{__name__}:Square", path="pathlib:Path")
+    shapes: Registry[type[Shape]] = Registry("shape", entry_point_group="argus_eval.test_shapes")
+    shapes.register("square", Square)  # what the plugin's module does as it is imported
+    shapes.register("path", Square)  # this module is not pathlib's
+    assert shapes.get("square") is Square
+    with pytest.raises(PluginError) as e:
+        shapes.get("path")
+    assert str(e.value) == (
+        "plugin 'path' of group argus_eval.test_shapes (entry point pathlib:Path, distribution an unknown "
+        "distribution) is refused: 'path' is already registered as a shape in this process (rename its "
+        "entry point); fix the plugin or uninstall an unknown distribution"
+    )
+
+
+def test_a_plugins_own_message_is_one_line_and_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "loud_plugin.py").write_text("raise ValueError('x\\n' * 5000)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _plugins(monkeypatch, "argus_eval.test_shapes", loud="loud_plugin:Shape")
+    shapes: Registry[type[Shape]] = Registry("shape", entry_point_group="argus_eval.test_shapes")
+    with pytest.raises(PluginError) as e:
+        shapes.get("loud")
+    line = str(e.value)
+    assert "\n" not in line and "it cannot be imported (ValueError: x x x" in line
+    assert len(line) < 600  # 5,000 lines of the plugin's own cut to 240 characters
+    assert "loud_plugin" not in sys.modules  # a failed import leaves nothing behind

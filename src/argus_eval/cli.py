@@ -123,7 +123,8 @@ def run(
 
 @app.command()
 def models(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """List model presets, spec schemes and zoo models with what each can do."""
+    """List model presets and zoo models with what each can do, and every installed plugin (entry
+    point) with why one cannot be used."""
     from argus_eval.commands.listing import list_models
 
     list_models(console, as_json)

@@ -33,6 +33,12 @@ class RegistryError(ArgusError):
     registry is changed."""
 
 
+class PluginError(RegistryError):
+    """An installed plugin (an entry point) that a run names cannot be used: its module fails to import,
+    it names an object of the wrong type, or it claims a built-in's name. One line naming the
+    distribution, the entry-point group and the entry point; runs that do not name it never see it."""
+
+
 class DatasetError(ArgusError):
     """An annotation file is missing, malformed, or inconsistent (names file, record and field)."""
 

@@ -20,8 +20,9 @@ def list_models(console: Console, as_json: bool) -> None:
     from argus_eval.zoo.catalog import describe_zoo
 
     rows = describe_presets() + describe_zoo()
-    if as_json:
-        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    plugins = plugin_rows()
+    if as_json:  # model rows, then one row per installed plugin (it has a "group")
+        sys.stdout.write(json.dumps([*rows, *plugins], indent=1, sort_keys=True) + "\n")
         return
     table = Table(title="models (specs: hf:ID_OR_DIR, api:URL#MODEL, zoo:NAME, or a preset name)")
     for col in ("name", "spec", "family", "capabilities", "note"):
@@ -30,6 +31,52 @@ def list_models(console: Console, as_json: bool) -> None:
         table.add_row(r["name"], r["spec"], r["family"], ", ".join(r["capabilities"]), r.get("note") or "")
     console.print(table)
     console.print(COMPOSITE_NOTE, markup=False, highlight=False)
+    if plugins:
+        print_plugins(console, plugins)
+
+
+def plugin_rows() -> list[dict[str, str | None]]:
+    """One row per installed entry point of every plugin group, each loaded and checked, with why it
+    cannot be used (problem; None when it can); a listing never fails on a plugin."""
+    from argus_eval.registry import Registry, unreadable_distributions
+
+    _import_plugin_registries()
+    statuses = unreadable_distributions()
+    for registry in Registry.with_plugins():
+        statuses += registry.plugin_statuses()
+    return [
+        {
+            "group": s.group,
+            "name": s.name,
+            "entry_point": s.value,
+            "distribution": s.distribution,
+            "problem": s.problem,
+        }
+        for s in statuses
+    ]
+
+
+def _import_plugin_registries() -> None:
+    """Construct every registry that takes plugins (each lives beside what it registers)."""
+    import argus_eval.data.formats
+    import argus_eval.models.loading
+    import argus_eval.perturb.kinds
+    import argus_eval.runner.executors
+    import argus_eval.scoring.axis_registry
+    import argus_eval.tasks.base  # noqa: F401
+
+
+def print_plugins(console: Console, rows: list[dict[str, str | None]]) -> None:
+    """The plugins table: a usable plugin says ok; one that is not says why, on its own line."""
+    table = Table(title="plugins (entry points; each is used only by a run that names it)")
+    for col in ("group", "name", "distribution", "status"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["group"] or "?", r["name"] or "?", r["distribution"], r["problem"] or "ok")
+    console.print(table)
+    for r in rows:
+        if r["problem"]:  # whole, unwrapped: what to fix or uninstall
+            console.print(f"broken plugin: {r['problem']}", markup=False, highlight=False, soft_wrap=True)
 
 
 # How a run config names one model over task-specific checkpoints (docs/models.md has the details).
@@ -44,15 +91,14 @@ COMPOSITE_NOTE = (
 
 
 def list_formats(console: Console, as_json: bool) -> None:
-    from argus_eval.data.formats import FORMATS, format_spec
+    from argus_eval.data.formats import FORMATS
 
+    # a format plugin that cannot be used is left out here (`argus models` lists it with why)
+    usable = {s.name for s in FORMATS.plugin_statuses() if s.problem is None}
+    specs = {**{n: FORMATS.get(n) for n in usable}, **FORMATS.registered()}
     rows = [
-        {
-            "format": n,
-            "description": format_spec(n).description,
-            "options": sorted(format_spec(n).options.model_fields),
-        }
-        for n in FORMATS.names()
+        {"format": n, "description": spec.description, "options": sorted(spec.options.model_fields)}
+        for n, spec in sorted(specs.items())
     ]
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")

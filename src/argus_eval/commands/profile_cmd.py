@@ -190,7 +190,7 @@ def _size_only(
     from argus_eval.commands.size_cmd import print_size, size_report
     from argus_eval.tasks.base import TASKS
 
-    entries: list[Any] = config_tasks or TASKS.names()
+    entries: list[Any] = config_tasks or list(TASKS.registered())
     if task is not None:
         entries = [e for e in entries if (e if isinstance(e, str) else e.get("name")) == task] or [task]
     dtype = None if settings.dtype in (None, "auto") else settings.dtype

@@ -51,7 +51,19 @@ class FormatSpec:
     description: str
 
 
-FORMATS: Registry[FormatSpec] = Registry("dataset format", entry_point_group="argus_eval.formats")
+def _admit(name: str, spec: object) -> FormatSpec:
+    """A format as the registry holds it: a FormatSpec (ConfigError otherwise)."""
+    if not isinstance(spec, FormatSpec):
+        raise ConfigError(
+            f"dataset format {name!r} is registered as {type(spec).__name__}, not a FormatSpec; "
+            "register a FormatSpec(options, load, description)"
+        )
+    return spec
+
+
+FORMATS: Registry[FormatSpec] = Registry(
+    "dataset format", entry_point_group="argus_eval.formats", admit=_admit
+)
 # The built-in formats, defined and filled here: lazy "module:SPEC" entries, so a loader module (and what
 # it imports) loads on first use and importing the registry imports no loader. A plugin names its
 # FormatSpec in the entry-point group argus_eval.formats, or registers it with FORMATS.register.
@@ -71,14 +83,8 @@ for _name, _module in {
 
 
 def format_spec(name: str) -> FormatSpec:
-    """The registered format, checked: an entry (a plugin's above all) must be a FormatSpec."""
-    spec = FORMATS.get(name)
-    if not isinstance(spec, FormatSpec):
-        raise ConfigError(
-            f"dataset format {name!r} is registered as {type(spec).__name__}, not a FormatSpec; "
-            "register a FormatSpec(options, load, description)"
-        )
-    return spec
+    """The registered format (the registry checks that it is a FormatSpec when it loads)."""
+    return FORMATS.get(name)
 
 
 def load_dataset(options: DatasetOptions, ctx: LoadContext) -> Dataset:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from argus_eval.errors import ModelLoadError, UnknownNameError
+from argus_eval.errors import ModelLoadError, RegistryError, UnknownNameError
 from argus_eval.models import fingerprint as fp
 from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.objects import OBJECT_SCHEME, ObjectScheme
@@ -28,7 +28,21 @@ from argus_eval.registry import Registry
 FamilyLoader = Callable[[LoadRequest], Model]
 
 # Keyed by config.json model_type; values are lazy "module:function" loaders taking a LoadRequest.
-HF_FAMILIES: Registry[FamilyLoader] = Registry("model family", entry_point_group="argus_eval.model_families")
+
+
+def _admit_family(name: str, loader: object) -> FamilyLoader:
+    """A family as the registry holds it: a function taking a LoadRequest (RegistryError otherwise)."""
+    if not callable(loader):
+        raise RegistryError(
+            f"model family {name!r} is registered as {type(loader).__name__}, not callable; "
+            "register a function taking a LoadRequest and returning the adapter (models/loading.py)"
+        )
+    return loader  # type: ignore[no-any-return]
+
+
+HF_FAMILIES: Registry[FamilyLoader] = Registry(
+    "model family", entry_point_group="argus_eval.model_families", admit=_admit_family
+)
 # config.json model types of the dual encoders (one adapter loads them; models/sizing.py sizes them)
 DUAL_ENCODER_TYPES = ("clip", "siglip", "siglip2", "chinese_clip", "altclip", "align")
 for _t in DUAL_ENCODER_TYPES:

@@ -94,8 +94,31 @@ class CleanKind(ConditionKind):
         return True
 
 
-CONDITION_KINDS: Registry[ConditionKind | type[ConditionKind]] = Registry(
-    "condition kind", entry_point_group=ENTRY_POINT_GROUP
+def _instance(entry: object, what: str) -> ConditionKind:
+    if isinstance(entry, type) and issubclass(entry, ConditionKind):
+        entry = entry()
+    if not isinstance(entry, ConditionKind):
+        raise PerturbationError(
+            f"{what} is {entry!r}, not a ConditionKind subclass or instance (perturb/kinds.py)"
+        )
+    if not getattr(entry, "kind", ""):
+        raise PerturbationError(f"{what}: {type(entry).__name__} sets no `kind` (its id prefix)")
+    return entry
+
+
+def _admit(kind: str, entry: object) -> ConditionKind:
+    """A kind as the registry holds it: one instance (an entry naming the class is instantiated once),
+    whose `kind` is the name it is registered under; PerturbationError otherwise."""
+    obj = _instance(entry, f"condition kind {kind!r}")
+    if obj.kind != kind:
+        raise PerturbationError(
+            f"condition kind {kind!r} is registered as {type(obj).__name__}, whose kind is {obj.kind!r}"
+        )
+    return obj
+
+
+CONDITION_KINDS: Registry[ConditionKind] = Registry(
+    "condition kind", entry_point_group=ENTRY_POINT_GROUP, admit=_admit
 )
 CONDITION_KINDS.register("clean", CleanKind())
 CONDITION_KINDS.register("image", "argus_eval.perturb.image:ImageKind")
@@ -111,37 +134,17 @@ def register_kind(kind: ConditionKind | type[ConditionKind]) -> ConditionKind:
 
 
 def kind_of(kind: str) -> ConditionKind:
-    """The registered behaviour of a condition kind; PerturbationError naming the valid kinds otherwise."""
+    """The registered behaviour of a condition kind; PerturbationError naming the valid kinds otherwise
+    (PluginError when the kind is a plugin that cannot be used)."""
     try:
-        entry = CONDITION_KINDS.get(kind)
+        return CONDITION_KINDS.get(kind)
     except UnknownNameError:
         raise PerturbationError(
             f"unknown condition kind {kind!r}; valid: {', '.join(CONDITION_KINDS.names())} "
             f"(a plugin adds one through the {ENTRY_POINT_GROUP!r} entry-point group)"
         ) from None
-    obj = _instance(entry, f"condition kind {kind!r}")
-    if obj.kind != kind:
-        raise PerturbationError(
-            f"condition kind {kind!r} is registered as {type(obj).__name__}, whose kind is {obj.kind!r}"
-        )
-    if obj is not entry:
-        CONDITION_KINDS.unregister(kind)  # an entry point naming a class: keep the one instance
-        CONDITION_KINDS.register(kind, obj)
-    return obj
 
 
 def perturbation_kinds() -> list[str]:
     """Every registered kind but clean: the keys a config entry may name."""
     return [k for k in CONDITION_KINDS.names() if k != CleanKind.kind]
-
-
-def _instance(entry: object, what: str) -> ConditionKind:
-    if isinstance(entry, type) and issubclass(entry, ConditionKind):
-        entry = entry()
-    if not isinstance(entry, ConditionKind):
-        raise PerturbationError(
-            f"{what} is {entry!r}, not a ConditionKind subclass or instance (perturb/kinds.py)"
-        )
-    if not getattr(entry, "kind", ""):
-        raise PerturbationError(f"{what}: {type(entry).__name__} sets no `kind` (its id prefix)")
-    return entry

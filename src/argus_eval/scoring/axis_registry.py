@@ -5,12 +5,13 @@ block carries a value, raw value, interval and detail for each, so the reports s
 knowing it. Axes are computed in `order`; an axis may read the axes computed before it (ARGUS reads
 its weighted terms). An axis with a `weight` is a term of ARGUS (scoring.weights lists it, with that
 default); one with `pair` parts is compared head to head. A plugin declares an axis in its own module and
-registers it with register_axis, or names the AxisSpec in the entry-point group ``argus_eval.axes``.
+registers it with register_axis, or names the AxisSpec in the entry-point group ``argus_eval.axes``: such
+an entry point joins the scorecard of a run whose config names it (``scoring.axes``), and no other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ from argus_eval.scoring.pair_parts import (
 from argus_eval.scoring.types import AxisSeries, FloatArray
 
 AXIS_GROUP = "argus_eval.axes"
+ARGUS_ORDER = 40  # the overall axis's place: every term weighted into it is computed before it
 
 
 class _Terms(Protocol):
@@ -84,38 +86,47 @@ class AxisSpec:
         return {"name": self.name, "label": self.label, "description": self.description, "radar": self.radar}
 
 
-AXIS_REGISTRY: Registry[AxisSpec] = Registry("scorecard axis", entry_point_group=AXIS_GROUP)
+def _admit(name: str, spec: object) -> AxisSpec:
+    """An axis as the registry holds it: an AxisSpec of that name, a weighted one ordered before ARGUS
+    (ConfigError otherwise)."""
+    if not isinstance(spec, AxisSpec) or spec.name != name:
+        what = type(spec).__name__ if not isinstance(spec, AxisSpec) else f"the axis {spec.name!r}"
+        raise ConfigError(f"axis {name!r} names {what}; it must name an AxisSpec whose name is {name!r}")
+    if spec.weight is not None and spec.order >= ARGUS_ORDER:
+        raise ConfigError(f"axis {name!r} is weighted into ARGUS, so its order must come before ARGUS's")
+    return spec
+
+
+AXIS_REGISTRY: Registry[AxisSpec] = Registry("scorecard axis", entry_point_group=AXIS_GROUP, admit=_admit)
 
 
 def register_axis(spec: AxisSpec) -> AxisSpec:
     """Declare an axis (a second axis of the same name is a ValueError)."""
     if not isinstance(spec, AxisSpec):
         raise TypeError(f"register_axis takes an AxisSpec, got {type(spec).__name__}")
-    if (
-        spec.weight is not None
-        and "ARGUS" in AXIS_REGISTRY
-        and spec.order >= AXIS_REGISTRY.get("ARGUS").order
-    ):
+    if spec.weight is not None and spec.order >= ARGUS_ORDER:
         raise ValueError(f"axis {spec.name!r} is weighted into ARGUS, so its order must come before ARGUS's")
     AXIS_REGISTRY.register(spec.name, spec)
     return spec
 
 
-def _checked(name: str) -> AxisSpec:
-    """The registered axis, checked: a plugin's entry must name an AxisSpec of the same name."""
-    spec = AXIS_REGISTRY.get(name)
-    if not isinstance(spec, AxisSpec) or spec.name != name:
-        what = type(spec).__name__ if not isinstance(spec, AxisSpec) else f"the axis {spec.name!r}"
-        raise ConfigError(
-            f"entry point {name!r} of group {AXIS_GROUP} names {what}; it must name an AxisSpec "
-            f"whose name is {name!r}"
-        )
-    return spec
+def use_axes(names: Sequence[str]) -> None:
+    """Add the plugin axes a run names (its scoring.axes) to the scorecard: each entry point of
+    ``argus_eval.axes`` is loaded only when named (PluginError when it cannot be used; ValueError for a
+    name that is no axis), so an installed axis plugin never reaches a run that does not name it."""
+    for name in names:
+        if name not in AXIS_REGISTRY:
+            raise ValueError(
+                f"{name!r} is not an axis; valid: {', '.join(AXIS_REGISTRY.names())} (a plugin adds one "
+                f"through the {AXIS_GROUP!r} entry-point group)"
+            )
+        AXIS_REGISTRY.get(name)
 
 
 def axis_specs() -> list[AxisSpec]:
-    """Every declared axis in computation (and display) order."""
-    return sorted((_checked(n) for n in AXIS_REGISTRY.names()), key=lambda s: (s.order, s.name))
+    """Every axis of the scorecard (built in, registered, and the plugin axes a run named) in
+    computation (and display) order."""
+    return sorted(AXIS_REGISTRY.registered().values(), key=lambda s: (s.order, s.name))
 
 
 def axis_names() -> tuple[str, ...]:
@@ -180,7 +191,9 @@ for _spec in (
         weight=0.25,
         pair=efficiency_parts,
     ),
-    AxisSpec("ARGUS", 40, "overall", "weighted mean of P, CDC, RR and E over the defined terms", _argus),
+    AxisSpec(
+        "ARGUS", ARGUS_ORDER, "overall", "weighted mean of P, CDC, RR and E over the defined terms", _argus
+    ),
     AxisSpec(
         "R",
         50,

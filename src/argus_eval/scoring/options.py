@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
-from argus_eval.scoring.axis_registry import weighted_axes
+from argus_eval.scoring.axis_registry import use_axes, weighted_axes
 from argus_eval.scoring.budgets import EfficiencyBudgets
 
 __all__ = ["AxisWeights", "EfficiencyBudgets", "ScoringOptions"]
@@ -71,6 +71,14 @@ class ScoringOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # the plugin axes (entry points of argus_eval.axes) the scorecard adds; loaded before the weights are
+    # read, since one may be a term of ARGUS. Out of the echo: results.json lists its axes anyway.
+    axes: tuple[str, ...] = Field(
+        default=(),
+        exclude=True,
+        description="Axes from plugins (entry-point group argus_eval.axes) this run adds to the scorecard; "
+        "a plugin axis no run names is never imported. The built-in axes are always computed.",
+    )
     weights: AxisWeights = Field(default_factory=AxisWeights)  # built when used: terms declared late count
     cdc_variant: Literal["per-task", "pooled", "cv"] = "per-task"
     efficiency_mode: Literal["pool", "budget"] = "pool"
@@ -108,6 +116,14 @@ class ScoringOptions(BaseModel):
         "'reported' beside the axes, never weighted into R or ARGUS, so the paper's four axes stay "
         "comparable. Weighting it into the reliability side is not implemented yet.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plugin_axes_first(cls, data: Any) -> Any:
+        named = data.get("axes") if isinstance(data, Mapping) else None
+        if isinstance(named, list | tuple):
+            use_axes([a for a in named if isinstance(a, str)])  # the field itself refuses the rest
+        return data
 
     @model_validator(mode="after")
     def _budgets_for_budget_mode(self) -> ScoringOptions:

@@ -307,7 +307,14 @@ class Task(ABC):
         """Score a complete cell from its records (successful ones; failures are excluded upstream)."""
 
 
-TASKS: Registry[type[Task]] = Registry("task", entry_point_group="argus_eval.tasks")
+def _admit(name: str, cls: object) -> type[Task]:
+    """A task as the registry holds it: a Task subclass (ConfigError otherwise)."""
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise ConfigError(f"task {name!r} is registered as {cls!r}, not a Task subclass; register the class")
+    return cls
+
+
+TASKS: Registry[type[Task]] = Registry("task", entry_point_group="argus_eval.tasks", admit=_admit)
 # The built-in tasks, defined and filled here: lazy "module:Class" entries, so importing the registry
 # imports no task. A plugin names its Task subclass in the entry-point group argus_eval.tasks, or
 # registers it with TASKS.register.
@@ -317,8 +324,5 @@ TASKS.register("reasoning", "argus_eval.tasks.reasoning:ReasoningTask")
 
 
 def task_class(name: str) -> type[Task]:
-    """The registered task, checked: an entry (a plugin's above all) must be a Task subclass."""
-    cls = TASKS.get(name)
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise ConfigError(f"task {name!r} is registered as {cls!r}, not a Task subclass; register the class")
-    return cls
+    """The registered task (the registry checks that it is a Task subclass when it loads)."""
+    return TASKS.get(name)
