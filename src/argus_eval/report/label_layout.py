@@ -82,37 +82,49 @@ class Box:
         return hi - lo > 1e-9
 
 
-def spread(wanted: Sequence[float], gap: float, lo: float, hi: float) -> list[float]:
-    """Positions at least `gap` apart within [lo, hi], each as near its wanted position as the others
-    allow: items in the order of wanted (ties by index) gather into clusters, each centred on the mean
-    of its wanted positions and pushed inside the bounds. Needs (len - 1) * gap <= hi - lo."""
+def stack(wanted: Sequence[float], heights: Sequence[float], pad: float, lo: float, hi: float) -> list[float]:
+    """Tops of boxes of the given heights stacked in one column within [lo, hi], `pad` apart, each centre
+    as near its wanted centre as the others allow: boxes in the order of wanted (ties by index) gather
+    into runs that touch, each run placed where its centres are nearest their wanted ones on average
+    (the mean of the differences) and pushed inside the bounds. Needs the stack to fit in hi - lo."""
     if not wanted:
         return []
-    if (len(wanted) - 1) * gap > hi - lo + 1e-9:
-        raise ValueError(f"{len(wanted)} positions {gap} apart do not fit in [{lo}, {hi}]")
+    total = sum(heights) + pad * (len(heights) - 1)
+    if total > hi - lo + 1e-9:
+        raise ValueError(f"{len(heights)} boxes {total:.1f} high do not fit in [{lo}, {hi}]")
     order = sorted(range(len(wanted)), key=lambda i: (wanted[i], i))
-    clusters: list[list[int]] = [[i] for i in order]  # runs of consecutive items in `order`
+    runs: list[list[int]] = [[i] for i in order]  # runs of consecutive boxes in `order`
 
-    def start(cluster: list[int]) -> float:
-        mean = sum(wanted[i] for i in cluster) / len(cluster)
-        span = (len(cluster) - 1) * gap
-        return min(max(mean - span / 2, lo), hi - span)
+    def top(run: list[int]) -> float:
+        offsets, y = [], 0.0
+        for i in run:
+            offsets.append(y + heights[i] / 2)
+            y += heights[i] + pad
+        best = sum(wanted[i] - o for i, o in zip(run, offsets, strict=True)) / len(run)
+        return min(max(best, lo), hi - (y - pad))
+
+    def height(run: list[int]) -> float:
+        return sum(heights[i] for i in run) + pad * (len(run) - 1)
 
     merged = True
     while merged:
         merged = False
-        for k in range(len(clusters) - 1):
-            a, b = clusters[k], clusters[k + 1]
-            if start(a) + len(a) * gap > start(b) + 1e-9:
-                clusters[k : k + 2] = [a + b]
+        for k in range(len(runs) - 1):
+            a, b = runs[k], runs[k + 1]
+            if top(a) + height(a) + pad > top(b) + 1e-9:
+                runs[k : k + 2] = [a + b]
                 merged = True
                 break
     out = [0.0] * len(wanted)
-    for cluster in clusters:
-        s = start(cluster)
-        for j, i in enumerate(cluster):
-            out[i] = s + j * gap
+    for run in runs:
+        y = top(run)
+        for i in run:
+            out[i] = y
+            y += heights[i] + pad
     return out
+
+
+Segment = tuple[tuple[float, float], tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -120,18 +132,39 @@ class Placed:
     """Where a label went: its box, and the leader line from its point when it sits away from it."""
 
     box: Box
-    leader: tuple[tuple[float, float], tuple[float, float]] | None
+    leader: Segment | None
 
 
-# Directions tried around a point, nearest-reading first: right, left, above, below, then diagonals.
-_DIRECTIONS = ((1, 0), (-1, 0), (0, -1), (0, 1), (1, -1), (-1, -1), (1, 1), (-1, 1))
-
-
-def _candidate(ax: float, ay: float, w: float, h: float, r: float, d: tuple[int, int]) -> Box:
-    dx, dy = d
-    cx = ax + dx * (r + w / 2)
-    cy = ay + dy * (r + h / 2)
-    return Box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+def _candidates(
+    ax: float, ay: float, w: float, h: float, near: float, reach: float, bounds: Box
+) -> list[Box]:
+    """Boxes of size (w, h) beside the point (right, left, above, below), from `near` to `reach` away
+    from it and shifted along that side, nearest first (ties: that side order, then the smaller shift,
+    the shift up or left first)."""
+    scored: list[tuple[float, int, float, float, Box]] = []
+    step = 3.0
+    for i in range(int((reach - near) / step) + 1):
+        r = near + i * step
+        for side in range(4):
+            along = h if side < 2 else w  # the box's extent in the direction of the shift
+            span = int((reach + along / 2) / step)
+            for j in range(-span, span + 1):
+                shift = j * step
+                dist = math.hypot(r, max(0.0, abs(shift) - along / 2))
+                if dist > reach:
+                    continue
+                if side == 0:
+                    box = Box(ax + r, ay + shift - h / 2, ax + r + w, ay + shift + h / 2)
+                elif side == 1:
+                    box = Box(ax - r - w, ay + shift - h / 2, ax - r, ay + shift + h / 2)
+                elif side == 2:
+                    box = Box(ax + shift - w / 2, ay - r - h, ax + shift + w / 2, ay - r)
+                else:
+                    box = Box(ax + shift - w / 2, ay + r, ax + shift + w / 2, ay + r + h)
+                if box.inside(bounds):
+                    scored.append((dist, side, abs(shift), shift, box))
+    scored.sort(key=lambda c: c[:4])
+    return [c[4] for c in scored]
 
 
 def place_near_points(
@@ -140,60 +173,37 @@ def place_near_points(
     bounds: Box,
     obstacles: Sequence[Box],
     near: float,
-    overflow: Box,
+    reach: float,
     pad: float = 2.0,
-) -> list[Placed]:
-    """A box of size (w, h) for each point, in the given order, at the first position of rings of
-    growing radius around the point (from `near`) that lies within bounds and overlaps no obstacle, no
-    label placed before it, and no leader line; a label further than `near` from its point gets a
-    leader line, which may cross no label. A label that finds no such place goes into a row of
-    `overflow` (below the plot, the caller sizes it with overflow_height), with its leader line."""
+) -> list[Placed | None]:
+    """A box of size (w, h) for each point, in the given order: the nearest position beside the point,
+    `near` to `reach` away from it, that lies within bounds and overlaps no obstacle, no label placed
+    before it and no leader line. A label further than `near` from its point gets a leader line, which
+    may cross no label. None for a label with no such place (the caller puts it in a column apart)."""
     placed: list[Placed] = []
-    max_r = math.hypot(bounds.x1 - bounds.x0, bounds.y1 - bounds.y0)
-    row_x, row_y = overflow.x0, overflow.y0
-    for (ax, ay), (w, h) in zip(points, sizes, strict=True):
-        choice = None
-        r = near
-        while choice is None and r <= max_r:
-            for d in _DIRECTIONS:
-                box = _candidate(ax, ay, w, h, r, d)
-                if _free(box, (ax, ay), r > near, bounds, obstacles, placed, pad):
-                    choice = box
-                    break
-            r += 6.0
-        if choice is None:
-            if row_x + w > overflow.x1 and row_x > overflow.x0:
-                row_x, row_y = overflow.x0, row_y + h + pad
-            choice = Box(row_x, row_y, row_x + w, row_y + h)
-            row_x += w + 3 * pad
-        far = math.dist((ax, ay), choice.nearest(ax, ay)) > near + 0.5
-        placed.append(Placed(choice, ((ax, ay), choice.nearest(ax, ay)) if far else None))
-    return placed
+    out: list[Placed | None] = []
+    for anchor, (w, h) in zip(points, sizes, strict=True):
+        spot = None
+        for box in _candidates(*anchor, w, h, near, reach, bounds):
+            leader = _leader(anchor, box, near)
+            if _free(box, leader, obstacles, placed, pad):
+                spot = Placed(box, leader)
+                placed.append(spot)
+                break
+        out.append(spot)
+    return out
 
 
-def overflow_height(placed: Sequence[Placed], overflow: Box) -> float:
-    """How far below overflow's top the overflow rows reach (0 when every label found a place)."""
-    bottoms = [p.box.y1 for p in placed if p.box.y0 >= overflow.y0]
-    return max(bottoms) - overflow.y0 if bottoms else 0.0
+def _leader(anchor: tuple[float, float], box: Box, near: float) -> Segment | None:
+    end = box.nearest(*anchor)
+    return (anchor, end) if math.dist(anchor, end) > near + 0.5 else None
 
 
 def _free(
-    box: Box,
-    anchor: tuple[float, float],
-    leader: bool,
-    bounds: Box,
-    obstacles: Sequence[Box],
-    placed: Sequence[Placed],
-    pad: float,
+    box: Box, leader: Segment | None, obstacles: Sequence[Box], placed: Sequence[Placed], pad: float
 ) -> bool:
-    if not box.inside(bounds):
-        return False
     if any(box.overlaps(o, pad) for o in obstacles) or any(box.overlaps(p.box, pad) for p in placed):
         return False
     if any(p.leader is not None and box.crossed_by(*p.leader) for p in placed):
         return False
-    if leader:
-        segment = (anchor, box.nearest(*anchor))
-        if any(p.box.crossed_by(*segment) for p in placed):
-            return False
-    return True
+    return leader is None or not any(p.box.crossed_by(*leader) for p in placed)

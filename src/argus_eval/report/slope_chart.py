@@ -1,11 +1,11 @@
 """The rank-shift slope chart as a pre-drawn SVG: each model's line from its capability rank to its
 overall rank. Models that share a rank share a point; their labels are stacked apart on each side by
-label_layout.spread, with a leader line to the point from every label that had to move."""
+label_layout.stack, with a leader line to the point from every label that had to move."""
 
 from __future__ import annotations
 
 from argus_eval.report import svg
-from argus_eval.report.label_layout import ASCENT_EM, DESCENT_EM, spread, text_width
+from argus_eval.report.label_layout import ASCENT_EM, DESCENT_EM, stack, text_width
 
 LABEL_SIZE = 12.0
 HEAD_SIZE = 12.0
@@ -31,7 +31,7 @@ def rank_slope(ranks: dict[str, tuple[int, int]]) -> svg.SvgChart:
     title = "Rank shift: capability ranking against overall ranking"
     labels = [f"{svg.short(n)} ({a} \u2192 {b})" for n, (a, b) in ranks.items()]
     n = max([max(a, b) for a, b in ranks.values()] + [len(ranks), 1])
-    numbers = [str(r) for r in range(1, n + 1)]
+    numbers = [str(r) for r in range(1, n + 1)] if ranks else []
     head_half = max(text_width(h, HEAD_SIZE) for h in HEADS) / 2
     left_w = max([text_width(t, LABEL_SIZE) + GAP for t in numbers] + [head_half])
     right_w = max([text_width(t, LABEL_SIZE) + GAP for t in labels] + [head_half])
@@ -52,7 +52,7 @@ def rank_slope(ranks: dict[str, tuple[int, int]]) -> svg.SvgChart:
         svg.line((col_r, TOP - ROW / 2), (col_r, bottom + ROW / 3), "#ddd"),
         *(
             svg.text(col_l - GAP, y_of[r] + centre_shift, str(r), LABEL_SIZE, "end", fill="#555")
-            for r in range(1, n + 1)
+            for r in range(1, len(numbers) + 1)
         ),
     ]
     lines = []
@@ -67,7 +67,8 @@ def rank_slope(ranks: dict[str, tuple[int, int]]) -> svg.SvgChart:
         lines.append(f"<g><title>{svg.attr(tip)}</title>{svg.line(pa, pb, c, 3.0)}{dots}</g>")
     # Models that share an overall rank share a point: their labels are stacked apart around it.
     overall = [b for _, b in ranks.values()]
-    centres = spread([y_of[b] for b in overall], h + 3.0, TOP - ROW / 2 + h / 2, bottom + ROW / 2 - h / 2)
+    tops = stack([y_of[b] for b in overall], [h] * len(overall), 3.0, TOP - ROW / 2, bottom + ROW / 2)
+    centres = [t + h / 2 for t in tops]
     x_text = col_r + GAP
     leaders, texts = [], []
     for label, b, yc in zip(labels, overall, centres, strict=True):

@@ -7,8 +7,6 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from argus_eval.report.label_layout import ASCENT_EM, Box
-
 FONT = "'DejaVu Sans', Verdana, sans-serif"  # the widest common sans first: the width estimate's basis
 LABEL_MAX_CHARS = 32  # longer names are cut with an ellipsis on the chart; the hover title has it whole
 
@@ -60,11 +58,6 @@ def line(
         f"<line x1='{num(a[0])}' y1='{num(a[1])}' x2='{num(b[0])}' y2='{num(b[1])}' stroke='{stroke}' "
         f"stroke-width='{num(width)}'{extra}/>"
     )
-
-
-def baseline_of(box: Box, size: float) -> float:
-    """The baseline that puts a text of font size `size` exactly in box (see label_layout.text_box)."""
-    return box.y0 + ASCENT_EM * size
 
 
 def document(width: float, height: float, title: str, body: list[str]) -> str:
