@@ -156,7 +156,8 @@ def _crowd(kind: str) -> dict[str, tuple[float, float]]:
 
 def _scatter_checks(svg: str, points: dict[str, tuple[float, float]]) -> None:
     """Models on one point share a label, a line each: the lines of a point form one column (each line
-    right under the one before), and that column sits next to the marker or is tied to it by a line."""
+    right under the one before), and that column is tied to its marker by a line, or sits next to it
+    and nearer to it than to any other marker."""
     labels = check_texts(svg)
     root, _ = _parse(svg)
     markers, lines = _markers(root), _lines(root)
@@ -173,7 +174,13 @@ def _scatter_checks(svg: str, points: dict[str, tuple[float, float]]) -> None:
         for upper, lower in itertools.pairwise(boxes):
             assert 0 <= lower[1] - upper[3] <= 2, (upper, lower)
         column = (min(b[0] for b in boxes), boxes[0][1], max(b[2] for b in boxes), boxes[-1][3])
-        assert _distance(cx, cy, column) <= 12 or _tied((cx, cy), column, lines), (column, (cx, cy))
+        if _tied((cx, cy), column, lines):
+            continue
+        own = _distance(cx, cy, column)
+        assert own <= 12, (column, (cx, cy))
+        # Without a line it must be plain which marker a label names: its own is the nearest.
+        for x, y, _ in circles:
+            assert (x, y) == (cx, cy) or _distance(x, y, column) > own, (column, (cx, cy), (x, y))
 
 
 def test_scatter_close_models(results: Results) -> None:

@@ -3,6 +3,9 @@
 Figures are built as dicts rather than through plotly's Python objects: the page needs only the JSON,
 and the report then works (tables, gallery) even where plotly is not installed. Every name that goes
 into a figure is HTML-escaped, because plotly renders a subset of HTML in labels and hover text.
+Models are named in legends, never as text beside markers (close models would print on top of each
+other); the two charts whose point is the labels, the P-against-ARGUS scatter and the rank shift, are
+pre-drawn SVG with placed labels (scatter_chart.py, slope_chart.py).
 """
 
 from __future__ import annotations

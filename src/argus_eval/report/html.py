@@ -1,6 +1,7 @@
 """report.html: one self-contained page (no external resources) built from results.json and
 samples.jsonl. plotly.js is inlined once from the installed plotly package; without plotly the page
-still carries every table and the gallery, and says why the charts are missing.
+still carries every table, the gallery and the pre-drawn SVG charts, and says why the others are
+missing.
 
 Every piece of text from a run (model names, questions, predictions, references) is untrusted: it is
 HTML-escaped where it is written into markup, and data for the scripts travels as JSON in a
@@ -231,7 +232,9 @@ def render_html(
     gap = results.gap
     notes = list(results.notes)
     if lib is None:
-        notes.append("plotly is not installed, so the charts are missing: pip install 'argus-eval[report]'")
+        notes.append(
+            "plotly is not installed, so the interactive charts are missing: pip install 'argus-eval[report]'"
+        )
     payload = {
         "charts": [c.to_json() for c in charts if isinstance(c, ch.Chart)] if lib is not None else [],
         "gallery": gallery.items,

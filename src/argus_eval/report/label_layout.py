@@ -179,19 +179,31 @@ def place_near_points(
     """A box of size (w, h) for each point, in the given order: the nearest position beside the point,
     `near` to `reach` away from it, that lies within bounds and overlaps no obstacle, no label placed
     before it and no leader line. A label further than `near` from its point gets a leader line, which
-    may cross no label. None for a label with no such place (the caller puts it in a column apart)."""
+    may cross no label; a label without one is nearer its own point than any other by CLEAR, so that
+    which point it names reads at a glance. None for a label with no such place (the caller puts it in
+    a column apart)."""
     placed: list[Placed] = []
     out: list[Placed | None] = []
     for anchor, (w, h) in zip(points, sizes, strict=True):
         spot = None
+        others = [q for q in points if q != anchor]
         for box in _candidates(*anchor, w, h, near, reach, bounds):
             leader = _leader(anchor, box, near)
+            if leader is None and any(_gap(box, q) < _gap(box, anchor) + CLEAR for q in others):
+                continue
             if _free(box, leader, obstacles, placed, pad):
                 spot = Placed(box, leader)
                 placed.append(spot)
                 break
         out.append(spot)
     return out
+
+
+CLEAR = 4.0  # how much nearer its own point than any other a label without a leader line sits
+
+
+def _gap(box: Box, point: tuple[float, float]) -> float:
+    return math.dist(point, box.nearest(*point))
 
 
 def _leader(anchor: tuple[float, float], box: Box, near: float) -> Segment | None:
