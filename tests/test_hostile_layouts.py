@@ -211,3 +211,31 @@ def test_an_unreadable_parquet_arrow_or_state_file_is_one_error_naming_it(
     folder = damaged.parent if kind in ("state", "arrow") else damaged
     assert text.startswith(f"{folder}: cannot be read as a dataset file (") and "\n" not in text, text
     assert not [r for r in caplog.records if r.name.startswith("datasets")]  # said once, by the error
+
+
+@pytest.mark.parametrize("side", [15_000, 30_000])  # over PIL's limit (a warning), over twice it (an error)
+@pytest.mark.parametrize("layout", ["tsv-base64", "parquet-bytes"])
+def test_an_embedded_decompression_bomb_is_a_counted_failed_sample(
+    tmp_path: Path, layout: str, side: int
+) -> None:
+    from argus_eval.data.check import check_dataset
+    from argus_eval.data.images import load_image
+    from argus_eval.errors import SampleError
+    from hardening_fixtures import png_header
+
+    bomb = png_header(side, side)
+    if layout == "tsv-base64":
+        cells = [IMAGE, base64.b64encode(bomb).decode(), IMAGE]
+        ds = _tsv(tmp_path, [[str(i), c, f"Question {i}?", "a"] for i, c in enumerate(cells)])
+    else:
+        images = [{"bytes": b, "path": None} for b in (_png(), bomb, _png())]
+        rows = {"qid": [0, 1, 2], "image": images, "question": ["Q0?", "Q1?", "Q2?"], "answers": [["a"]] * 3}
+        path = _parquet(tmp_path, rows)
+        columns = {"id": "qid", "image": "image", "question": "question", "answers": "answers"}
+        ds = _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[str(path)], columns=columns)
+    assert len(ds.samples) == 3  # loaded: the bomb is a sample's problem, as a file on disk would be
+    report = check_dataset(ds)
+    assert len(report.corrupt) == 1 and "too large to decode safely" in report.corrupt[0]
+    (sample,) = [s for s in ds.samples if s.sample_id.endswith("1")]
+    with pytest.raises(SampleError, match="too large to decode safely"):
+        load_image(ds.image_path(sample), sample.sample_id)
