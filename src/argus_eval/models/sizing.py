@@ -26,6 +26,7 @@ from argus_eval.models.hf_common import hf_module
 from argus_eval.models.loading import DUAL_ENCODER_TYPES, _split, detect_family
 from argus_eval.models.presets import PRESETS, PUBLISHED
 from argus_eval.models.schemes import SCHEMES
+from argus_eval.models.size_bounds import bounded_build, check_params, check_sizes
 from argus_eval.registry import Registry
 
 
@@ -151,16 +152,18 @@ def build(
     family = detect_family(hf_config)
     arch = str((hf_config.get("architectures") or ["AutoModel"])[0])
     dt = torch_dtype(dtype)
-    try:
+    where = source or "config"
+    check_sizes(hf_config, where)
+    cls = _model_class(tf, arch, source)
+    dev = torch.device(device)
+
+    def make() -> Any:
         config = tf.AutoConfig.for_model(**hf_config)
-        cls = _model_class(tf, arch, source)
-        dev = torch.device(device)
         with torch.device(dev), _default_dtype(dt):
-            model = cls(config) if cls is not None else tf.AutoModel.from_config(config)
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise ModelLoadError(
-            f"{source or 'config'}: transformers cannot build {arch} from it ({e})"
-        ) from None
+            return config, cls(config) if cls is not None else tf.AutoModel.from_config(config)
+
+    config, model = bounded_build(make, where, arch)
+    check_params(sum(p.numel() for p in model.parameters()), where)
     model = model.to(dt).eval()
     sizes = ref or Reference()
     fam = SIZERS.get(family)(Build(model, config, sizes, dev, dt)) if family in SIZERS else None
