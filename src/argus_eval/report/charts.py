@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from argus_eval.perturb.conditions import is_clean_id
 from argus_eval.results_model import Results
 from argus_eval.results_model.efficiency import EfficiencyBlock
 from argus_eval.results_model.scorecard import ModelRow
@@ -195,7 +196,7 @@ def rank_slope(results: Results) -> Chart:
 
 def consistency_heatmap(results: Results) -> Chart | None:
     """Model x (task / dataset) clean primary scores: the consistency (CDC) picture."""
-    clean = [c for c in results.cells if c.is_clean]
+    clean = [c for c in results.cells if is_clean_id(c.condition)]
     if not clean:
         return None
     cols = sorted({(c.task, c.dataset) for c in clean})
