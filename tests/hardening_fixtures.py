@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,19 @@ def assert_same_as_fresh(reused: Path, fresh: Path) -> None:
         assert set(a[key][1]) == set(arrays)
         for name, arr in arrays.items():
             np.testing.assert_array_equal(a[key][1][name], arr)
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG whose header claims width x height (a decompression bomb to any decoder that believes it)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )

@@ -9,9 +9,7 @@ import base64
 import json
 import random
 import sqlite3
-import struct
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +19,9 @@ import yaml
 from api_server import RawState, raw_json, serve_raw
 from argus_eval.cli import main
 from argus_eval.report.gallery import TOO_LARGE
-from hardening_fixtures import karpathy_config, karpathy_dataset
+from hardening_fixtures import karpathy_config, karpathy_dataset, png_header
 
 LONG_NAME = "x" * 300 + ".png"  # over the 255 bytes a file name may have
-
-
-def png_header(width: int, height: int) -> bytes:
-    """A PNG whose header claims width x height (a decompression bomb to any decoder that believes it)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", ihdr)
-        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-        + chunk(b"IEND", b"")
-    )
 
 
 def _cli(

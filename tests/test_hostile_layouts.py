@@ -180,3 +180,62 @@ def test_rows_an_unbalanced_quote_swallows_are_named(
 def test_a_quoted_question_over_two_lines_is_kept(tmp_path: Path) -> None:
     ds = _raw_tsv(tmp_path, [f'1\t{IMAGE}\t"What colour\nis it?"\tblue', f"2\t{IMAGE}\tHow many?\ttwo"])
     assert [s.question for s in ds.samples] == ["What colour\nis it?", "How many?"] and not ds.skipped
+
+
+def _damaged(tmp: Path, kind: str) -> tuple[Path, dict[str, Any]]:
+    """A dataset file or folder of one kind of damage, and the entry naming it."""
+    rows = {"qid": [1, 2], "question": ["What?", "Which?"], "answers": [["a"], ["b"]]}
+    columns = {"id": "qid", "question": "question", "answers": "answers"}
+    if kind in ("garbage-parquet", "truncated-parquet"):
+        path = _parquet(tmp, rows)
+        body = path.read_bytes()
+        path.write_bytes(b"\x07" * 400 if kind == "garbage-parquet" else body[: len(body) // 2])
+        return path, {"builder": "parquet", "data_files": [str(path)], "columns": columns}
+    folder = tmp / "saved"
+    datasets.Dataset.from_dict(rows).save_to_disk(str(folder))
+    target = folder / ("state.json" if kind == "state" else next(p.name for p in folder.glob("*.arrow")))
+    target.write_bytes(b"\x87\x00 not what it was" if kind == "state" else target.read_bytes()[:40])
+    return target, {"builder": "save_to_disk", "data_files": [str(folder)], "columns": columns}
+
+
+@pytest.mark.parametrize("kind", ["garbage-parquet", "truncated-parquet", "state", "arrow"])
+def test_an_unreadable_parquet_arrow_or_state_file_is_one_error_naming_it(
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from argus_eval.errors import DatasetError
+
+    damaged, entry = _damaged(tmp_path, kind)
+    with pytest.raises(DatasetError) as ei:
+        _load(tmp_path, format="hf_datasets", **entry)
+    text = str(ei.value)
+    folder = damaged.parent if kind in ("state", "arrow") else damaged
+    assert text.startswith(f"{folder}: cannot be read as a dataset file (") and "\n" not in text, text
+    assert not [r for r in caplog.records if r.name.startswith("datasets")]  # said once, by the error
+
+
+@pytest.mark.parametrize("side", [15_000, 30_000])  # over PIL's limit (a warning), over twice it (an error)
+@pytest.mark.parametrize("layout", ["tsv-base64", "parquet-bytes"])
+def test_an_embedded_decompression_bomb_is_a_counted_failed_sample(
+    tmp_path: Path, layout: str, side: int
+) -> None:
+    from argus_eval.data.check import check_dataset
+    from argus_eval.data.images import load_image
+    from argus_eval.errors import SampleError
+    from hardening_fixtures import png_header
+
+    bomb = png_header(side, side)
+    if layout == "tsv-base64":
+        cells = [IMAGE, base64.b64encode(bomb).decode(), IMAGE]
+        ds = _tsv(tmp_path, [[str(i), c, f"Question {i}?", "a"] for i, c in enumerate(cells)])
+    else:
+        images = [{"bytes": b, "path": None} for b in (_png(), bomb, _png())]
+        rows = {"qid": [0, 1, 2], "image": images, "question": ["Q0?", "Q1?", "Q2?"], "answers": [["a"]] * 3}
+        path = _parquet(tmp_path, rows)
+        columns = {"id": "qid", "image": "image", "question": "question", "answers": "answers"}
+        ds = _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[str(path)], columns=columns)
+    assert len(ds.samples) == 3  # loaded: the bomb is a sample's problem, as a file on disk would be
+    report = check_dataset(ds)
+    assert len(report.corrupt) == 1 and "too large to decode safely" in report.corrupt[0]
+    (sample,) = [s for s in ds.samples if s.sample_id.endswith("1")]
+    with pytest.raises(SampleError, match="too large to decode safely"):
+        load_image(ds.image_path(sample), sample.sample_id)

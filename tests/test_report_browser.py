@@ -1,12 +1,18 @@
 """report.html in a real headless Chromium (Debian's package), kept off the network.
 
-Checks that every chart drew (plotly's svg.main-svg inside each chart div, and the page's own
-data-charts="ok" marker set after all charts rendered without exception), that no JS error was
-recorded, that the gallery rendered, and that hostile model outputs stayed text and never ran.
+Checks that every chart drew (plotly's svg.main-svg inside each plotly chart div, the pre-drawn svg
+of the others, and the page's own data-charts="ok" marker set after all charts rendered without
+exception), that no JS error was recorded, that the gallery rendered, that hostile model outputs stayed
+text and never ran, and, on a run of five close models (three on one point, four sharing a rank), that
+at 1400 and 800 px wide no two text elements of a chart overlap and none leaves its chart, as the
+browser lays them out (getBoundingClientRect, read by a script added to a copy of the page).
 """
 
 from __future__ import annotations
 
+import html
+import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -16,6 +22,7 @@ import pytest
 from PIL import Image
 
 from argus_eval.report.build import write_reports
+from close_models_fixtures import CLOSE, close_models_run
 from report_fixtures import HOSTILE_PREDICTION, make_run
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -74,7 +81,7 @@ def test_every_chart_drew_without_error(dom: str, page: Path) -> None:
     assert 'data-charts="ok"' in body, body
     expected = re.search(r'data-charts-expected="(\d+)"', body)
     rendered = re.search(r'data-charts-rendered="(\d+)"', body)
-    assert expected and rendered and expected.group(1) == rendered.group(1) and int(expected.group(1)) >= 7
+    assert expected and rendered and expected.group(1) == rendered.group(1) and int(expected.group(1)) >= 6
     html_tag = re.search(r"<html([^>]*)>", dom)
     assert html_tag and "data-js-error" not in html_tag.group(1), html_tag  # the error hook marks <html>
     assert "data-chart-error" not in body
@@ -85,6 +92,9 @@ def test_every_chart_drew_without_error(dom: str, page: Path) -> None:
         nxt = dom.find('class="chart"', start + 1)
         chunk = dom[start : nxt if nxt > 0 else len(dom)]
         assert "main-svg" in chunk, f"chart {cid} has no plotly svg"
+    for cid in ("chart-scatter", "chart-slope"):  # pre-drawn, no script needed
+        drawn = re.search(f'id="{cid}"><p class="chart-title">[^<]+</p>(<svg .*?</svg>)', dom, flags=re.S)
+        assert drawn and "<text" in drawn.group(1) and "<circle" in drawn.group(1), cid
 
 
 def test_gallery_rendered_and_hostile_text_stayed_text(dom: str) -> None:
@@ -108,3 +118,83 @@ def test_screenshot(page: Path, tmp_path_factory: pytest.TempPathFactory) -> Non
         # A drawn page is far from blank: many distinct colours (charts, heatmap, text).
         colours = im.convert("RGB").resize((350, 600)).getcolors(maxcolors=1_000_000)
         assert colours is not None and len(colours) > 500
+
+
+# Added to a copy of the page: once the charts are drawn, every chart's frame and the boxes of its
+# non-empty, visible text elements, as JSON in a <pre> that --dump-dom prints.
+BOX_PROBE = """
+(function () {
+  function rect(r) { return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; }
+  function report() {
+    var charts = [];
+    document.querySelectorAll('.chart').forEach(function (div) {
+      var frame = div.querySelector('svg') || div;
+      var texts = [];
+      div.querySelectorAll('text').forEach(function (t) {
+        var s = (t.textContent || '').trim(), r = t.getBoundingClientRect(), cs = getComputedStyle(t);
+        if (!s || r.width <= 0 || r.height <= 0 || cs.display === 'none' || cs.visibility === 'hidden'
+            || cs.opacity === '0') { return; }
+        var box = rect(r);
+        box.text = s;
+        box.label = t.getAttribute('class') === 'lbl';
+        texts.push(box);
+      });
+      charts.push({id: div.id, frame: rect(frame.getBoundingClientRect()), texts: texts});
+    });
+    var pre = document.createElement('pre');
+    pre.id = 'label-boxes';
+    pre.textContent = JSON.stringify({width: window.innerWidth, charts: charts});
+    document.body.appendChild(pre);
+  }
+  (function wait() {
+    if (document.body.getAttribute('data-charts')) { setTimeout(report, 300); } else { setTimeout(wait, 50); }
+  })();
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def close_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = close_models_run(tmp_path_factory.mktemp("close-run"))
+    write_reports(run)
+    page = (run / "report.html").read_text(encoding="utf-8")
+    probed = run / "probed.html"
+    probed.write_text(page.replace("</body>", f"<script>{BOX_PROBE}</script></body>"), encoding="utf-8")
+    return probed
+
+
+def _meet(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Overlap of more than half a pixel both ways (boxes that merely touch are apart)."""
+    return (
+        min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 0.5
+        and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 0.5
+    )
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_no_text_overlaps_in_any_chart(close_page: Path, tmp_path: Path, width: int) -> None:
+    dom = _chromium(
+        tmp_path, f"boxes-{width}", f"--window-size={width},3000", "--dump-dom", close_page.as_uri()
+    )
+    m = re.search(r'<pre id="label-boxes">(.*?)</pre>', dom.stdout, flags=re.S)
+    assert m, "the box probe did not report: did the charts draw?"
+    found = json.loads(html.unescape(m.group(1)))
+    assert found["width"] == width
+    charts = {c["id"]: c for c in found["charts"]}
+    assert {"chart-scatter", "chart-slope", "chart-radar", "chart-heatmap"} <= set(charts)
+    for cid, chart in charts.items():
+        texts, frame = chart["texts"], chart["frame"]
+        assert texts, f"{cid}: no text drawn"
+        for t in texts:
+            inside = (
+                t["x0"] >= frame["x0"] - 0.5
+                and t["y0"] >= frame["y0"] - 0.5
+                and t["x1"] <= frame["x1"] + 0.5
+                and t["y1"] <= frame["y1"] + 0.5
+            )
+            assert inside, f"{cid} at {width} px: {t['text']!r} {t} leaves the chart {frame}"
+        for a, b in itertools.combinations(texts, 2):
+            assert not _meet(a, b), f"{cid} at {width} px: {a['text']!r} {a} overlaps {b['text']!r} {b}"
+    for cid in ("chart-scatter", "chart-slope"):
+        labels = " ".join(t["text"] for t in charts[cid]["texts"] if t["label"])
+        assert all(name in labels for name in CLOSE), (cid, labels)

@@ -181,6 +181,9 @@ def test_argus_report_on_a_version_1_run_writes_the_same_reports(fixture_run: Pa
     shutil.copytree(fixture_run, old)
     text = (old / "results.json").read_text(encoding="utf-8")
     (old / "results.json").write_text(text.replace(SCHEMA, "argus-eval/results/1"), encoding="utf-8")
+    # the copy's lines name its own images: a report reads none outside its run and data roots
+    lines = (old / "samples.jsonl").read_text(encoding="utf-8")
+    (old / "samples.jsonl").write_text(lines.replace(str(fixture_run), str(old)), encoding="utf-8")
     new_paths, old_paths = write_reports(fixture_run), write_reports(old)
     for new, was in zip(new_paths, old_paths, strict=True):
         assert new.read_bytes() == was.read_bytes(), new.name

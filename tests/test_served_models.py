@@ -92,6 +92,7 @@ def test_the_servers_are_stock_transformers_serve(servers: dict[str, Server]) ->
             a for a in server.command[1:] if "argus" in a.lower() and a != str(CHECKPOINTS / ZOO[name])
         ]
         assert "PYTHONPATH" not in server.env
+        server.wait_ready()  # the process as it runs (its cmdline is empty while it is being set up)
         cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes().split(b"\0")[:-1]
         assert [a.decode() for a in cmdline] == server.command
 

@@ -3,6 +3,9 @@
 Figures are built as dicts rather than through plotly's Python objects: the page needs only the JSON,
 and the report then works (tables, gallery) even where plotly is not installed. Every name that goes
 into a figure is HTML-escaped, because plotly renders a subset of HTML in labels and hover text.
+Models are named in legends, never as text beside markers (close models would print on top of each
+other); the two charts whose point is the labels, the P-against-ARGUS scatter and the rank shift, are
+pre-drawn SVG with placed labels (scatter_chart.py, slope_chart.py).
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus_eval.perturb.conditions import is_clean_id
+from argus_eval.report.palette import PALETTE, color
+from argus_eval.report.scatter_chart import capability_vs_argus
+from argus_eval.report.slope_chart import rank_slope
+from argus_eval.report.svg import SvgChart
 from argus_eval.results_model import Results
 from argus_eval.results_model.efficiency import EfficiencyBlock
-from argus_eval.results_model.scorecard import ModelRow
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 _MARGIN = {"l": 60, "r": 30, "t": 60, "b": 50}
+# Below 0 a little, so the y axis' "0" sits above the x axis' first tick label instead of on it.
+_SCORE_RANGE = [-0.05, 1.05]
 _LEGEND_BELOW = {"orientation": "h", "y": -0.22, "x": 0, "font": {"size": 11}}
 
 
@@ -38,10 +45,6 @@ class Chart:
 def esc(text: Any) -> str:
     """Text for a plotly label: plotly interprets some HTML tags, so escape everything."""
     return html.escape(str(text), quote=True)
-
-
-def _color(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
 
 
 def _layout(title: str, **extra: Any) -> dict[str, Any]:
@@ -74,7 +77,7 @@ def radar(results: Results) -> Chart:
                 "name": esc(label),
                 "fill": "toself",
                 "opacity": 0.55,
-                "line": {"color": _color(i)},
+                "line": {"color": color(i)},
                 "hovertemplate": "%{theta}: %{r:.3f}<extra>" + esc(name) + "</extra>",
                 "connectgaps": False,
             }
@@ -94,104 +97,16 @@ def radar(results: Results) -> Chart:
     )
 
 
-def _err(m: ModelRow, axis: str) -> tuple[float, float] | None:
-    iv, v = m.interval(axis), m.value(axis)
-    if v is None or iv is None:
-        return None
-    return max(0.0, iv[1] - v), max(0.0, v - iv[0])
-
-
-def capability_vs_argus(results: Results) -> Chart:
-    """P against ARGUS with interval bars; models below the diagonal lose once reliability counts."""
-    data: list[dict[str, Any]] = [
-        {
-            "type": "scatter",
-            "x": [0, 1],
-            "y": [0, 1],
-            "mode": "lines",
-            "line": {"dash": "dot", "color": "#999"},
-            "name": "ARGUS = P",
-            "hoverinfo": "skip",
-        }
-    ]
-    for i, (name, m) in enumerate(results.models.items()):
-        p, overall = m.value("P"), m.value("ARGUS")
-        if p is None or overall is None:
-            continue
-        trace: dict[str, Any] = {
-            "type": "scatter",
-            "x": [p],
-            "y": [overall],
-            "mode": "markers+text",
-            "text": [esc(name)],
-            "textposition": "top center",
-            "name": esc(name),
-            "marker": {"size": 12, "color": _color(i)},
-            "hovertemplate": "P %{x:.3f}<br>ARGUS %{y:.3f}<extra>" + esc(name) + "</extra>",
-        }
-        for axis, key in (("P", "error_x"), ("ARGUS", "error_y")):
-            e = _err(m, axis)
-            if e is not None:
-                trace[key] = {"type": "data", "array": [e[0]], "arrayminus": [e[1]], "thickness": 1}
-        data.append(trace)
-    layout = _layout(
-        "Capability (P) against reliability-aware score (ARGUS)",
-        xaxis={"title": {"text": "P (capability)"}, "range": [0, 1.05]},
-        yaxis={"title": {"text": "ARGUS"}, "range": [0, 1.05]},
-        height=460,
-        legend=_LEGEND_BELOW,
-    )
-    return Chart(
-        "chart-scatter",
-        "charts",
-        "Bars: bootstrap intervals. Below the dotted line a model "
-        "scores lower overall than on capability alone.",
-        {"data": data, "layout": layout},
-    )
-
-
-def rank_slope(results: Results) -> Chart:
-    """A slope chart from capability rank to overall rank: the gap at a glance."""
+def ranks(results: Results) -> dict[str, tuple[int, int]]:
+    """Each model's (capability rank, overall rank), in the run's model order, where it has both."""
     cap, ovr = results.rankings.ranks("capability"), results.rankings.ranks("overall")
-    pairs = {
+    return {
         n: (a, b) for n in results.models if (a := cap.get(n)) is not None and (b := ovr.get(n)) is not None
     }
-    names = list(pairs)
-    data = []
-    for name, (a, b) in pairs.items():
-        color = "#2ca02c" if b < a else "#d62728" if b > a else "#7f7f7f"
-        shift = a - b
-        data.append(
-            {
-                "type": "scatter",
-                "x": ["capability (P)", "overall (ARGUS)"],
-                "y": [a, b],
-                "mode": "lines+markers+text",
-                "text": [
-                    f"{esc(name)} ({a})",
-                    f"{esc(name)} ({b}, {shift:+d})" if shift else f"{esc(name)} ({b})",
-                ],
-                "textposition": ["middle left", "middle right"],
-                "name": esc(name),
-                "line": {"color": color, "width": 3},
-                "marker": {"size": 10, "color": color},
-                "hovertemplate": "%{x}: %{y}<extra>" + esc(name) + "</extra>",
-                "showlegend": False,
-            }
-        )
-    n = max(len(names), 1)
-    layout = _layout(
-        "Rank shift: capability ranking against overall ranking",
-        xaxis={"range": [-1.3, 2.3], "fixedrange": True, "tickangle": 0},
-        yaxis={"dtick": 1, "title": {"text": "rank (1 = best)"}, "range": [n + 0.5, 0.5]},
-        height=460,
-    )
-    return Chart(
-        "chart-slope",
-        "charts",
-        "Green: moves up once reliability counts; red: moves down.",
-        {"data": data, "layout": layout},
-    )
+
+
+_LEVEL_COLUMNS = 6  # about 90 px each on an 800 px wide page: room for 14 characters of 12 px
+_LEVEL_CHARS = 14
 
 
 def consistency_heatmap(results: Results) -> Chart | None:
@@ -200,6 +115,9 @@ def consistency_heatmap(results: Results) -> Chart | None:
     if not clean:
         return None
     cols = sorted({(c.task, c.dataset) for c in clean})
+    flat = len(cols) <= _LEVEL_COLUMNS and all(
+        len(t) <= _LEVEL_CHARS and len(d) <= _LEVEL_CHARS for t, d in cols
+    )
     models = list(results.models) + sorted({c.model for c in clean} - set(results.models))
     grid = {(c.model, c.task, c.dataset): c.primary for c in clean}
     z = [[grid.get((m, t, d)) for t, d in cols] for m in models]
@@ -208,7 +126,7 @@ def consistency_heatmap(results: Results) -> Chart | None:
         {
             "type": "heatmap",
             "z": z,
-            "x": [esc(f"{t} / {d}") for t, d in cols],
+            "x": [esc(t) + "<br>" + esc(d) if flat else esc(f"{t} / {d}") for t, d in cols],
             "y": [esc(m) for m in models],
             "text": text,
             "texttemplate": "%{text}",
@@ -216,7 +134,7 @@ def consistency_heatmap(results: Results) -> Chart | None:
             "zmax": 1,
             "colorscale": "Viridis",
             "hovertemplate": "%{y}<br>%{x}<br>clean primary %{z:.3f}<extra></extra>",
-            "colorbar": {"title": {"text": "score"}},
+            "colorbar": {"thickness": 14},  # no colorbar title: it sat on the colorbar's top tick
         }
     ]
     layout = _layout(
@@ -224,7 +142,9 @@ def consistency_heatmap(results: Results) -> Chart | None:
         height=max(260, 60 + 42 * len(models)),
         margin={"l": 160, "r": 30, "t": 50, "b": 90},
         yaxis={"autorange": "reversed", "automargin": True},
-        xaxis={"automargin": True},
+        # Plotly's own rotation of crowded labels is at an angle whose boxes still touch: level, two-line
+        # labels while the columns are wide enough on a narrow page, upright ones otherwise.
+        xaxis={"automargin": True, "tickangle": 0 if flat else -90},
     )
     return Chart(
         "chart-heatmap",
@@ -252,14 +172,14 @@ def severity_curves(results: Results) -> list[Chart]:
                     "y": [curve[s] for s in sev],
                     "mode": "lines+markers",
                     "name": esc(name),
-                    "line": {"color": _color(i)},
+                    "line": {"color": color(i)},
                     "hovertemplate": "severity %{x}: retention %{y:.3f}<extra>" + esc(name) + "</extra>",
                 }
             )
         layout = _layout(
             f"Retention under {pert}",
             xaxis={"title": {"text": "severity"}, "dtick": 1},
-            yaxis={"title": {"text": "mean retention"}, "range": [0, 1.05]},
+            yaxis={"title": {"text": "mean retention"}, "range": _SCORE_RANGE},
             height=320,
         )
         charts.append(Chart(f"chart-severity-{k}", "robustness", "", {"data": data, "layout": layout}))
@@ -292,19 +212,26 @@ def _efficiency_chart(
     if not pts:
         return None
     front = pareto_front(pts)
+    order = list(results.models)
+    # One trace per model, named in the legend: text beside the markers piles up when models are close.
     data: list[dict[str, Any]] = [
         {
             "type": "scatter",
-            "x": [x for x, _ in pts],
-            "y": [y for _, y in pts],
-            "mode": "markers+text",
-            "text": [esc(n) for n in names],
-            # alternate label sides so that neighbouring models do not print on top of each other
-            "textposition": ["top center" if i % 2 == 0 else "bottom center" for i in range(len(names))],
-            "name": "measured",
-            "marker": {"size": 11, "color": [_color(list(results.models).index(n)) for n in names]},
+            "x": [x],
+            "y": [y],
+            "mode": "markers",
+            "text": [esc(n)],
+            "name": esc(n),
+            "marker": {
+                "size": 11,
+                "color": color(order.index(n)),
+                "symbol": _MODEL_SYMBOLS[order.index(n) // len(PALETTE) % len(_MODEL_SYMBOLS)],
+            },
             "hovertemplate": "%{text}<br>" + esc(label) + " %{x:.3g}<br>P %{y:.3f}<extra></extra>",
-        },
+        }
+        for n, (x, y) in zip(names, pts, strict=True)
+    ]
+    data += [
         {
             "type": "scatter",
             "x": [pts[i][0] for i in front],
@@ -320,20 +247,22 @@ def _efficiency_chart(
     layout = _layout(
         f"Capability against {label}",
         xaxis={"title": {"text": label + (" (log)" if log else "")}, "type": "log" if log else "linear"},
-        yaxis={"title": {"text": "P (capability)"}, "range": [0, 1.05]},
+        yaxis={"title": {"text": "P (capability)"}, "range": _SCORE_RANGE},
         legend=_LEGEND_BELOW,
         height=420,
     )
     return Chart(
         cid,
         "efficiency",
-        "Dashed: the Pareto front (no other model is both cheaper and better). "
+        "Dashed: the Pareto front (no other model is both cheaper and better). Filled markers: the "
+        "models, named in the legend. "
         "Open markers are roofline projections onto other devices (one marker shape per device, named in "
         "the legend and on hover): estimates, not measurements.",
         {"data": data, "layout": layout},
     )
 
 
+_MODEL_SYMBOLS = ("circle", "square", "diamond", "triangle-up")  # past the palette's colours
 _PROJECTION_SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "x-thin-open")
 
 
@@ -384,9 +313,13 @@ def efficiency_charts(results: Results) -> list[Chart]:
     return [c for c in out if c is not None]
 
 
-def all_charts(results: Results) -> list[Chart]:
-    """Every chart of the page, in page order."""
-    charts = [radar(results), capability_vs_argus(results), rank_slope(results)]
+def all_charts(results: Results) -> list[Chart | SvgChart]:
+    """Every chart of the page, in page order: plotly figures and pre-drawn SVG charts."""
+    charts: list[Chart | SvgChart] = [
+        radar(results),
+        capability_vs_argus(results),
+        rank_slope(ranks(results)),
+    ]
     heat = consistency_heatmap(results)
     if heat is not None:
         charts.append(heat)

@@ -40,7 +40,7 @@ def pairwise(results: Results, axis: str) -> Table:
     names = sorted(results.models)
     t = Table(
         f"pairwise-{axis}",
-        f"P(row beats column), {_AXIS_TITLES.get(axis, axis)}",
+        f"P(row beats column) on {_AXIS_TITLES.get(axis, axis)}",
         ["model", *names],
         caption="Share of paired bootstrap resamples in which the row model beats the column model head to "
         "head on the cells both ran (ties count half). "

@@ -1,6 +1,7 @@
 """report.html: one self-contained page (no external resources) built from results.json and
 samples.jsonl. plotly.js is inlined once from the installed plotly package; without plotly the page
-still carries every table and the gallery, and says why the charts are missing.
+still carries every table, the gallery and the pre-drawn SVG charts, and says why the others are
+missing.
 
 Every piece of text from a run (model names, questions, predictions, references) is untrusted: it is
 HTML-escaped where it is written into markup, and data for the scripts travels as JSON in a
@@ -27,6 +28,7 @@ from argus_eval.report.gallery import Gallery, Worst, build_gallery
 from argus_eval.report.judge_tables import judge_tables
 from argus_eval.report.page_js import APP, ERROR_HOOK
 from argus_eval.report.roots import data_roots
+from argus_eval.report.svg import SvgChart
 from argus_eval.report.tables import Table
 from argus_eval.report.usage_table import usage_tables
 from argus_eval.results_model import Results
@@ -47,6 +49,9 @@ td.undef{color:#a33;text-decoration:underline dotted;cursor:help}
 td[title]:not(.undef){cursor:help}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
 .chart{background:#fff;border:1px solid #e2e2e2;min-height:300px}
+.chart-svg{padding:.2em .5em .5em}
+.chart-svg svg{display:block;width:100%;max-width:640px;height:auto;margin:0 auto}
+.chart-title{font-size:15px;margin:.5em .3em;color:#333}
 .caption{color:#555;font-size:.85em;margin:.2em .5em .6em}
 .note{background:#eef4fb;border-left:4px solid #6a9bd8;padding:.4em .8em}
 .filters select{margin-right:1em;max-width:16em}
@@ -116,13 +121,25 @@ def table_html(t: Table) -> str:
     )
 
 
-def _chart_divs(charts: list[ch.Chart], section: str) -> str:
+def _chart_div(c: ch.Chart | SvgChart) -> str:
+    if isinstance(c, SvgChart):  # pre-drawn: the title above the svg, no script needed
+        inner = f"<p class='chart-title'>{esc(c.title)}</p>{c.svg}"
+        return f"<div class='chart chart-svg' id='{esc(c.id)}'>{inner}</div>"
+    return f"<div class='chart' id='{esc(c.id)}'></div>"
+
+
+def _chart_divs(charts: list[ch.Chart | SvgChart], section: str) -> str:
     out = [
-        f"<div><div class='chart' id='{esc(c.id)}'></div><p class='caption'>{esc(c.caption)}</p></div>"
+        f"<div>{_chart_div(c)}<p class='caption'>{esc(c.caption)}</p></div>"
         for c in charts
         if c.section == section
     ]
     return f"<div class='grid'>{''.join(out)}</div>" if out else ""
+
+
+def titled(t: Table) -> str:
+    """A table under its own heading (its title names what it shows, e.g. the axis of a matrix)."""
+    return f"<h3 id='title-{esc(t.key)}'>{esc(t.title)}</h3>" + table_html(t)
 
 
 def _plain(v: Any) -> str:
@@ -222,9 +239,11 @@ def render_html(
     gap = results.gap
     notes = list(results.notes)
     if lib is None:
-        notes.append("plotly is not installed, so the charts are missing: pip install 'argus-eval[report]'")
+        notes.append(
+            "plotly is not installed, so the interactive charts are missing: pip install 'argus-eval[report]'"
+        )
     payload = {
-        "charts": [c.to_json() for c in charts] if lib is not None else [],
+        "charts": [c.to_json() for c in charts if isinstance(c, ch.Chart)] if lib is not None else [],
         "gallery": gallery.items,
         "thumbnails": gallery.thumbnails,
     }
@@ -247,10 +266,10 @@ def render_html(
         (
             "rankings",
             "Rankings",
-            table_html(t["rankings"])
-            + table_html(t["pairwise-ARGUS"])
-            + table_html(t["pairwise-P"])
-            + table_html(t["claims"]),
+            titled(t["rankings"])
+            + titled(t["pairwise-ARGUS"])
+            + titled(t["pairwise-P"])
+            + titled(t["claims"]),
         ),
         *_judge_section(results),
         ("coverage", "Coverage", table_html(t["coverage"])),

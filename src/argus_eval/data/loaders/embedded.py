@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from io import BytesIO
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from argus_eval.errors import DatasetError
 
 class EmbeddedImages:
     """Writes embedded image bytes under out_dir as <content hash>.img, each content once; checks they
-    decode, so a broken cell is one error naming the file, row and column, not a failed sample later."""
+    decode, so a broken cell is one error naming the file, row and column, not a failed sample later.
+    An image over PIL's decompression-bomb limit is written unverified: like a file on disk, it is
+    refused when read (a counted failed sample), never decoded."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
@@ -32,8 +35,14 @@ class EmbeddedImages:
         if name in self._seen:
             return name
         try:
-            with Image.open(BytesIO(data)) as im:
-                im.verify()  # structure and checksums, without decoding every pixel of a large set
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(BytesIO(data)) as im:
+                    im.verify()  # structure and checksums, without decoding every pixel of a large set
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            # kept as a file: the bomb check of every image on disk (data/images.load_image) refuses it
+            # when a sample reads it, a counted failed sample, and `datasets --check` names it
+            pass
         except UnidentifiedImageError:
             raise DatasetError(
                 f"{where}: the image does not decode (not an image format PIL reads); re-encode it as PNG "

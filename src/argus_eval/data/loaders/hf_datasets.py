@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import glob
 import importlib
-from collections.abc import Iterator, Mapping
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +34,7 @@ from argus_eval.data.loaders.embedded import EmbeddedImages
 from argus_eval.data.loaders.hf_presets import PRESETS
 from argus_eval.data.paths import safe_relpath
 from argus_eval.data.types import Dataset, Sample, fingerprint_of
-from argus_eval.errors import DataNotFoundError, DatasetError
+from argus_eval.errors import ArgusError, DataNotFoundError, DatasetError
 
 FIELDS = ("id", "image", "texts", "question", "answers", "choices", "answer_index")
 _GLOB = frozenset("*?[")
@@ -202,25 +203,43 @@ def _tables(
 ) -> Iterator[tuple[Path, Any]]:
     """(file, its rows as a datasets.Dataset), one file or folder at a time so each row names its file."""
     if options.builder == "imagefolder":
-        yield (
-            files[0],
-            hf.load_dataset("imagefolder", data_dir=str(files[0]), split=options.split, cache_dir=str(cache)),
-        )
+        read = partial(hf.load_dataset, "imagefolder", data_dir=str(files[0]), split=options.split)
+        yield files[0], _read(files[0], partial(read, cache_dir=str(cache)))
         return
     for f in files:
         if options.builder != "save_to_disk":
             data = {options.split: [str(f)]}
-            yield (
-                f,
-                hf.load_dataset(options.builder, data_files=data, split=options.split, cache_dir=str(cache)),
-            )
+            read = partial(hf.load_dataset, options.builder, data_files=data, split=options.split)
+            yield f, _read(f, partial(read, cache_dir=str(cache)))
             continue
-        saved = hf.load_from_disk(str(f))
+        saved = _read(f, partial(hf.load_from_disk, str(f)))
         if isinstance(saved, hf.DatasetDict):
             if options.split not in saved:
                 raise DatasetError(f"{f}: no split {options.split!r}; its splits: {sorted(saved)}")
             saved = saved[options.split]
         yield f, saved
+
+
+def _read(source: Path, load: Callable[[], Any]) -> Any:
+    """What load returns; one DatasetError naming the file when the datasets library cannot read it (a
+    corrupt or truncated parquet, arrow or state file). Any exception: pyarrow, datasets and json each
+    raise their own types for a damaged file, none of them an ArgusError. The library's own log line
+    about it is held back: the error says it once."""
+    log = logging.getLogger("datasets")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        return load()
+    except ArgusError:
+        raise
+    except Exception as e:
+        why = " ".join(str(e).split())[:300] or type(e).__name__
+        raise DatasetError(
+            f"{source}: cannot be read as a dataset file ({type(e).__name__}: {why}); check that it is a "
+            "complete file of the builder the entry names"
+        ) from None
+    finally:
+        log.setLevel(level)
 
 
 def _column_map(options: HfDatasetsOptions) -> tuple[dict[str, str], dict[str, str]]:
