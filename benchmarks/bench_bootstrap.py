@@ -13,10 +13,11 @@ import time
 import numpy as np
 
 from argus_eval.efficiency.record import EfficiencyProfile
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 
 TASKS = ("retrieval", "captioning", "reasoning")
 DATASETS = ("d1", "d2", "d3")
@@ -42,7 +43,7 @@ def build_cells(models: int, samples: int, seed: int = 0) -> list[CellData]:
                 for c in CONDITIONS:
                     scores = rng.random(samples)
                     preds = [str(int(x * 4)) for x in scores]
-                    cells.append(mean_cell(CellKey(f"model{m}", t, d, c), ids, scores, preds))
+                    cells.append(mean_cell(cell_key(f"model{m}", t, d, c), ids, scores, preds))
     return cells
 
 

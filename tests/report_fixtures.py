@@ -22,10 +22,11 @@ from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import Projection
 from argus_eval.results_model.manifest import GitInfo, Manifest, ManifestDataset, ManifestModel, Seeds
 from argus_eval.results_model.reliance import Reliance
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 
 # If any of these ran in a browser it would mark <body data-pwned>; the browser test checks it never does.
 HOSTILE_PREDICTION = (
@@ -201,7 +202,7 @@ def make_run(
                         scores[kept[0]] = 0.0
                         preds[0] = HOSTILE_PREDICTION
                     comp = np.column_stack([scores[kept], np.ones(len(kept))])
-                    key = CellKey(spec.name, task, ds, cond)
+                    key = cell_key(spec.name, task, ds, cond)
                     cell_data.append(CellData(key, [sids[i] for i in kept], comp, _mean_finish, preds))
                     primary = float(scores[kept].mean())
                     summaries.append(

@@ -215,7 +215,11 @@ def test_per_task_falls_back_to_clean_scorecard_cells() -> None:
     data["scorecard_cells"] = [
         scorecard_cell("a", "retrieval", "d1", 0.8),
         scorecard_cell("a", "retrieval", "d2", 0.6),
-        {**scorecard_cell("a", "retrieval", "d1", 0.1), "condition": "image:fog@3"},
+        # as scoring writes a perturbed cell: its perturbation and severity beside the condition
+        {
+            **scorecard_cell("a", "retrieval", "d1", 0.1),
+            **{"condition": "image:fog@3", "perturbation": "image:fog", "severity": 3},
+        },
         scorecard_cell("b", "retrieval", "d1", 0.5),
     ]
     advice = advise(data, Constraints(weights=(1.0, 0.0, 0.0, 0.0), task="retrieval"))

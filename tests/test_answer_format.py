@@ -11,11 +11,12 @@ import pytest
 
 from argus_eval.data.types import Sample
 from argus_eval.models.zoo_store import CHECKPOINTS
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 from argus_eval.tasks.answers import clean_generated, parses
 from model_fixtures import tiny_dir
 
@@ -95,7 +96,7 @@ def _cell(
     model: str, dataset: str, p: float, seed: int, rate: float | None, condition: str = "clean"
 ) -> CellData:
     scores = (np.random.default_rng(seed).random(N) < p).astype(float)
-    cell = mean_cell(CellKey(model, "reasoning", dataset, condition), IDS, scores)
+    cell = mean_cell(cell_key(model, "reasoning", dataset, condition), IDS, scores)
     cell.format_rate = rate
     return cell
 
@@ -138,7 +139,7 @@ def test_a_cell_below_the_format_threshold_makes_no_claim() -> None:
 
 def test_a_pair_both_incomplete_and_withheld_is_held_once_and_listed_under_each_gate() -> None:
     # B's d2 is below the format threshold and B scored only 100 of its 120 clean d1 samples
-    b_short = mean_cell(CellKey("B", "reasoning", "d1", "clean"), IDS[:100], np.zeros(100))
+    b_short = mean_cell(cell_key("B", "reasoning", "d1", "clean"), IDS[:100], np.zeros(100))
     b_short.format_rate = 0.9
     cells = [
         _cell("A", "d1", 0.9, 1, 1.0),

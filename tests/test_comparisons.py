@@ -13,11 +13,12 @@ from argus_eval.data.clevr.vocab import ANSWER_VOCAB, COLORS
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.efficiency.trials import TaskTiming, Trial
 from argus_eval.models.protocols import CLASSIFY, EMBED
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 from argus_eval.tasks.reasoning import chance_level
 from task_fixtures import fake_info, protocol_named
 
@@ -33,14 +34,14 @@ def _bernoulli(seed: int, p: float) -> np.ndarray:
 
 def _reasoning(model: str, base: float, seed: int) -> list[CellData]:
     return [
-        mean_cell(CellKey(model, "reasoning", d, "clean"), IDS, _bernoulli(seed + i, base))
+        mean_cell(cell_key(model, "reasoning", d, "clean"), IDS, _bernoulli(seed + i, base))
         for i, d in enumerate(DATASETS)
     ]
 
 
 def _captioning(model: str, level: float) -> list[CellData]:
     return [
-        mean_cell(CellKey(model, "captioning", d, "clean"), IDS, np.full(N, level))
+        mean_cell(cell_key(model, "captioning", d, "clean"), IDS, np.full(N, level))
         for d in ("coco", "flickr")
     ]
 
@@ -88,10 +89,10 @@ def test_reversal_between_capability_and_overall_is_named() -> None:
     # A is more accurate on every dataset; B keeps its accuracy under fog while A collapses.
     cells: list[CellData] = []
     for i, d in enumerate(DATASETS):
-        cells.append(mean_cell(CellKey("A", "reasoning", d, "clean"), IDS, _bernoulli(i, 0.8)))
-        cells.append(mean_cell(CellKey("A", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 50, 0.2)))
-        cells.append(mean_cell(CellKey("B", "reasoning", d, "clean"), IDS, _bernoulli(i + 9, 0.6)))
-        cells.append(mean_cell(CellKey("B", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 9, 0.6)))
+        cells.append(mean_cell(cell_key("A", "reasoning", d, "clean"), IDS, _bernoulli(i, 0.8)))
+        cells.append(mean_cell(cell_key("A", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 50, 0.2)))
+        cells.append(mean_cell(cell_key("B", "reasoning", d, "clean"), IDS, _bernoulli(i + 9, 0.6)))
+        cells.append(mean_cell(cell_key("B", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 9, 0.6)))
     opts = ScoringOptions(resamples=400, seed=3, weights={"P": 0.2, "CDC": 0.0, "RR": 0.8, "E": 0.0})
     sc = bootstrap_scorecard(cells, {}, opts)
     h = sc.comparison
@@ -166,7 +167,7 @@ def test_timings_from_two_fingerprints_never_mix() -> None:
 
 def test_cells_at_or_below_chance_count_in_p_but_not_in_cdc() -> None:
     cells = _reasoning("A", 0.8, seed=1)
-    weak = mean_cell(CellKey("A", "reasoning", "extra", "clean"), IDS, np.full(N, 0.02))
+    weak = mean_cell(cell_key("A", "reasoning", "extra", "clean"), IDS, np.full(N, 0.02))
     weak.chance = 0.1
     cells.append(weak)
     sc = bootstrap_scorecard(cells, {}, OPTS)

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.completeness import Coverage, shortfalls
 from argus_eval.scoring.options import ScoringOptions
@@ -31,7 +32,7 @@ def model_cells(model: str, base: float, seed: int, keep: set[str] | None = None
         for j, cond in enumerate(CONDITIONS):
             scores = (rng.random(N) < base * (1 - 0.2 * j)).astype(float)
             ids = [i for i in IDS if keep is None or i in keep]
-            out.append(mean_cell(CellKey(model, t, d, cond), ids, [scores[IDS.index(i)] for i in ids]))
+            out.append(mean_cell(cell_key(model, t, d, cond), ids, [scores[IDS.index(i)] for i in ids]))
     return out
 
 
@@ -84,7 +85,7 @@ def test_a_pair_is_compared_on_the_samples_both_scored() -> None:
     for t, d in GROUPS:
         means = []
         for cells in (a, b):
-            c = next(x for x in cells if x.key == CellKey(x.key.model, t, d, "clean"))
+            c = next(x for x in cells if x.key == cell_key(x.key.model, t, d, "clean"))
             pos = {s: i for i, s in enumerate(c.sample_ids)}
             means.append(float(np.mean([c.components[pos[s], 0] for s in common])))
         parts.setdefault(t, []).append(1.0 if means[0] > means[1] else 0.0 if means[0] < means[1] else 0.5)
@@ -106,7 +107,7 @@ def test_a_pair_is_compared_on_the_samples_both_scored() -> None:
 
 def test_an_incomplete_pair_claims_nothing_and_names_the_counts() -> None:
     # strong wins every resample when both are complete
-    strong = [mean_cell(CellKey("strong", t, d, c), IDS, np.ones(N)) for t, d in GROUPS for c in CONDITIONS]
+    strong = [mean_cell(cell_key("strong", t, d, c), IDS, np.ones(N)) for t, d in GROUPS for c in CONDITIONS]
     weak = model_cells("weak", 0.3, 4)
     both = bootstrap_scorecard(strong + weak, {}, OPTS, planned=planned(strong + weak))
     assert {(c["axis"], c["above"]) for c in both.comparison.claims} == {
@@ -115,22 +116,15 @@ def test_an_incomplete_pair_claims_nothing_and_names_the_counts() -> None:
     }
     assert both.comparison.incomplete == []
     # weak scored 54 of 60 (90 %) of one clean cell: below 95 %, so no claim on either axis
-    short = [c for c in weak if c.key != CellKey("weak", "reasoning", "clutter", "clean")]
-    short.append(mean_cell(CellKey("weak", "reasoning", "clutter", "clean"), IDS[:54], np.zeros(54)))
+    short = [c for c in weak if c.key != cell_key("weak", "reasoning", "clutter", "clean")]
+    short.append(mean_cell(cell_key("weak", "reasoning", "clutter", "clean"), IDS[:54], np.zeros(54)))
     sc = bootstrap_scorecard(strong + short, {}, OPTS, planned=planned(strong + weak))
     assert sc.comparison.claims == []
     assert sc.comparison.ties == []
     inc = {i["axis"]: i for i in sc.comparison.incomplete}
     assert set(inc) == {"capability", "overall"}
     assert inc["capability"]["cells"] == [
-        {
-            "model": "weak",
-            "task": "reasoning",
-            "dataset": "clutter",
-            "condition": "clean",
-            "scored": 54,
-            "samples": 60,
-        }
+        {"key": cell_key("weak", "reasoning", "clutter", "clean"), "scored": 54, "samples": 60}
     ]
     assert "weak scored 54 of 60 samples on reasoning/clutter" in inc["capability"]["reason"]
     assert inc["capability"]["p"] == 1.0  # the verdict is shown, the claim is not made
@@ -145,15 +139,24 @@ def test_an_incomplete_pair_claims_nothing_and_names_the_counts() -> None:
     }
     js = scorecard_blocks(sc).model_dump(mode="json")
     assert js["scoring_options"]["claim_min_scored"] == 0.95
-    assert js["comparison"]["incomplete"][0]["cells"][0]["scored"] == 54
+    assert js["comparison"]["incomplete"][0]["cells"][0] == {
+        "model": "weak",
+        "task": "reasoning",
+        "dataset": "clutter",
+        "condition": "clean",
+        "perturbation": None,  # a clean cell has none (nor a severity)
+        "severity": None,
+        "scored": 54,
+        "samples": 60,
+    }
 
 
 def test_a_perturbed_shortfall_withholds_only_the_overall_claim() -> None:
     cov = Coverage(
-        planned={CellKey(m, "reasoning", "studio", c): 10 for m in ("A", "B") for c in CONDITIONS},
+        planned={cell_key(m, "reasoning", "studio", c): 10 for m in ("A", "B") for c in CONDITIONS},
         scored={
-            **{CellKey(m, "reasoning", "studio", c): 10 for m in ("A", "B") for c in CONDITIONS},
-            CellKey("B", "reasoning", "studio", "image:fog@2"): 9,
+            **{cell_key(m, "reasoning", "studio", c): 10 for m in ("A", "B") for c in CONDITIONS},
+            cell_key("B", "reasoning", "studio", "image:fog@2"): 9,
         },
     )
     out = shortfalls(cov, 0.95)

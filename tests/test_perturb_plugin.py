@@ -34,6 +34,7 @@ class InvertKind(ConditionKind):
     """Toy kind "toy": inverts the top severity/5 of an image's rows; deterministic (no seed)."""
 
     kind = "toy"
+    role = "perturbation"
     changes: ClassVar[frozenset[str]] = frozenset({"image"})
     shows_perturbed_image = True
 

@@ -15,6 +15,7 @@ from scipy.stats import norm
 
 from argus_eval.report.comparison_tables import tie_separation
 from argus_eval.results_model.scorecard import Tie
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.power import separating_factor
@@ -39,7 +40,7 @@ def _run(n: int, seed: int) -> tuple[bool, int | None]:
 
 
 def _key(model: str) -> CellKey:
-    return CellKey(model, "reasoning", "items", "clean")
+    return cell_key(model, "reasoning", "items", "clean")
 
 
 def test_the_estimate_is_within_2x_of_the_size_that_separates_them() -> None:

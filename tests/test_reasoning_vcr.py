@@ -12,11 +12,12 @@ from numpy.typing import NDArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import MetricError
 from argus_eval.models.protocols import CHOOSE, GENERATE
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.extras import extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, group_rows, paired_counts
 from argus_eval.scoring.statistics import percentile_interval
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 from argus_eval.tasks.base import CellResult, Prepared
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.reasoning_schemes import mean_scheme, scheme_of
@@ -146,7 +147,7 @@ def test_generative_and_choose_protocols_give_the_same_scores(tmp_path: Path, pr
 def test_extras_are_resampled_on_the_primary_scores_resamples(tmp_path: Path) -> None:
     ds = _dataset(tmp_path)
     res = _finalize(ds, _picks())
-    key = CellKey("m", "reasoning", "vcr", "clean")
+    key = cell_key("m", "reasoning", "vcr", "clean")
     cell = CellData(key, res.sample_ids, res.components, res.finish, res.predictions)
     options = ScoringOptions(resamples=200, seed=3)
     # The primary's own finish passed as an extra must reproduce the primary's interval exactly.

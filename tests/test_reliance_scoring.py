@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from argus_eval.results_model.reliance import RelianceEntry
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring import CellKey, ScoringOptions, compute_scorecard, mean_cell
-from argus_eval.scoring.reliance import control_name, image_reliance, is_control
+from argus_eval.scoring.reliance import image_reliance
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.types import CellData
 
@@ -17,7 +18,7 @@ BLANK = "control:blank@1"
 
 
 def _key(model: str, condition: str) -> CellKey:
-    return CellKey(model, "reasoning", "shapes", condition)
+    return cell_key(model, "reasoning", "shapes", condition)
 
 
 def _cell(model: str, condition: str, preds: list[str], truth: list[str]) -> CellData:
@@ -41,9 +42,12 @@ def _reliance(
     return image_reliance(cells, resamples=200, seed=3, confidence=0.95, skipped=skipped)
 
 
-def test_condition_helpers() -> None:
-    assert is_control(SWAP) and not is_control("image:fog@3") and not is_control("clean")
-    assert control_name(SWAP) == "swap"
+def test_a_key_knows_its_role_from_the_condition_kind() -> None:
+    swap, fog, clean = _key("m", SWAP), _key("m", "image:fog@3"), _key("m", "clean")
+    assert swap.is_control and not swap.is_perturbation and not swap.is_clean
+    assert fog.is_perturbation and not fog.is_control and clean.is_clean and not clean.is_perturbation
+    assert swap.ref.name == "swap" and fog.ref.perturbation == "image:fog" and fog.ref.severity == 3
+    assert swap.clean_key() == clean and clean.clean_key() == clean
 
 
 def test_a_model_that_ignores_its_image_has_reliance_zero() -> None:

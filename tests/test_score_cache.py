@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from argus_eval.metrics import _ptb
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.store import Store
@@ -138,10 +139,10 @@ def test_paired_bootstrap_equals_a_plain_per_cell_bootstrap() -> None:
     n, resamples, seed = 37, 300, 11
     ids = [f"s{i:03d}" for i in range(n)]
     cells = []
-    for cond in ("clean", "image:blur@2", "text:typos@1"):
+    for cond in ("clean", "image:defocus_blur@2", "text:typos@1"):
         comp = np.column_stack([rng.random(n), np.ones(n), rng.random(n)])
         order = rng.permutation(n)  # cells list their samples in any order
-        cells.append(_cell(CellKey("m", "t", "d", cond), [ids[i] for i in order], comp[order]))
+        cells.append(_cell(cell_key("m", "t", "d", cond), [ids[i] for i in order], comp[order]))
     (group,) = align(cells)
     rows, _flips = group_rows(group, paired_counts(group, resamples, seed))
 

@@ -10,12 +10,13 @@ import pytest
 
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.errors import MetricError
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.axes import cdc, cdc_cv
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import EfficiencyBudgets, ScoringOptions
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import compute_scorecard
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 
 IDS = ["s0", "s1", "s2", "s3"]
 FP = {"id": "fp-test", "device": "cpu"}
@@ -30,7 +31,7 @@ def spread(mean: float) -> list[float]:
 def cell(
     model: str, task: str, dataset: str, condition: str, mean: float, preds: list[str] | None = None
 ) -> CellData:
-    return mean_cell(CellKey(model, task, dataset, condition), IDS, spread(mean), preds)
+    return mean_cell(cell_key(model, task, dataset, condition), IDS, spread(mean), preds)
 
 
 def profile(lat: float, mem: float, flops: int, tput: float, fp: dict[str, str] = FP) -> EfficiencyProfile:
@@ -143,7 +144,7 @@ def test_undefined_cases_are_named() -> None:
     cells = two_model_cells()
     # C: one retrieval dataset only, no reasoning; its perturbed flickr cell has no clean partner;
     # its clean coco score is 0 so the coco retention cell is left out.
-    cells.append(mean_cell(CellKey("C", "retrieval", "coco", "clean"), IDS, [0, 0, 0, 0]))
+    cells.append(mean_cell(cell_key("C", "retrieval", "coco", "clean"), IDS, [0, 0, 0, 0]))
     cells.append(cell("C", "retrieval", "coco", "image:fog@1", 0.3))
     cells.append(cell("C", "retrieval", "flickr", "image:fog@1", 0.3))
     profiles = {**two_model_profiles(), "C": None}
@@ -209,9 +210,9 @@ def test_every_axis_in_unit_interval_on_random_runs() -> None:
         for m in ("A", "B", "C"):
             for t, ds in (("retrieval", ("coco", "flickr", "vg")), ("reasoning", ("clevr",))):
                 for d in ds:
-                    for cond in ("clean", "image:blur@1", "text:typos@3"):
+                    for cond in ("clean", "image:defocus_blur@1", "text:typos@3"):
                         cells.append(
-                            mean_cell(CellKey(m, t, d, cond), IDS, rng.random(4) ** rng.uniform(0.2, 5))
+                            mean_cell(cell_key(m, t, d, cond), IDS, rng.random(4) ** rng.uniform(0.2, 5))
                         )
         profiles = {
             m: profile(

@@ -9,12 +9,13 @@ import pytest
 
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.errors import MetricError
+from argus_eval.runner.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell, ratio_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, paired_counts
 from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 
 N = 120
 IDS = [f"id{i:03d}" for i in range(N)]
@@ -31,7 +32,7 @@ def random_cells(seed: int, models: tuple[str, ...] = ("A", "B", "C")) -> list[C
             for j, cond in enumerate(CONDITIONS):
                 scores = (rng.random(N) < base * (1 - 0.15 * j)).astype(float)
                 preds = [str(int(x)) for x in scores]
-                cells.append(mean_cell(CellKey(m, t, d, cond), IDS, scores, preds))
+                cells.append(mean_cell(cell_key(m, t, d, cond), IDS, scores, preds))
     return cells
 
 
@@ -101,7 +102,7 @@ def test_pairing_identical_cells_give_identical_resamples() -> None:
     # only paired resampling (same indices for clean and perturbed) guarantees this.
     scores = np.random.default_rng(4).random(N)
     cells = [
-        mean_cell(CellKey("A", "retrieval", "coco", c), IDS, scores, ["p"] * N)
+        mean_cell(cell_key("A", "retrieval", "coco", c), IDS, scores, ["p"] * N)
         for c in ("clean", "image:fog@1")
     ]
     card = bootstrap_scorecard(cells, {}, OPTS).models["A"]
@@ -109,7 +110,7 @@ def test_pairing_identical_cells_give_identical_resamples() -> None:
     assert card.retention[0].intervals["flip_rate"] == (0.0, 0.0)
     # two models with identical data tie on every shared cell in every resample: P(A beats B) is exactly
     # one half (ties count half) and neither is claimed above the other
-    twin = [mean_cell(CellKey("B", "retrieval", "coco", c), IDS, scores) for c in ("clean", "image:fog@1")]
+    twin = [mean_cell(cell_key("B", "retrieval", "coco", c), IDS, scores) for c in ("clean", "image:fog@1")]
     boot = bootstrap_scorecard(cells + twin, {}, OPTS)
     assert boot.bootstrap is not None
     assert boot.bootstrap.pairwise["P"]["A"]["B"] == 0.5
@@ -122,8 +123,8 @@ def test_strictly_better_model_wins_every_resample() -> None:
     cells = []
     for t, d in GROUPS:
         for cond in CONDITIONS:
-            cells.append(mean_cell(CellKey("weak", t, d, cond), IDS, rng.uniform(0.1, 0.9, N)))
-            cells.append(mean_cell(CellKey("strong", t, d, cond), IDS, np.ones(N)))
+            cells.append(mean_cell(cell_key("weak", t, d, cond), IDS, rng.uniform(0.1, 0.9, N)))
+            cells.append(mean_cell(cell_key("strong", t, d, cond), IDS, np.ones(N)))
     boot = bootstrap_scorecard(cells, {}, OPTS)
     assert boot.bootstrap is not None
     for axis in ("ARGUS", "P"):
@@ -135,9 +136,9 @@ def test_strictly_better_model_wins_every_resample() -> None:
 
 
 def test_a_models_cells_use_its_own_samples_and_a_pair_the_shared_ones() -> None:
-    full = mean_cell(CellKey("A", "reasoning", "clevr", "clean"), ["a", "b", "c", "d"], [1, 0, 1, 1])
+    full = mean_cell(cell_key("A", "reasoning", "clevr", "clean"), ["a", "b", "c", "d"], [1, 0, 1, 1])
     # B failed on sample "b": B's failure never reaches A's score; the pair is compared on a, c, d
-    part = mean_cell(CellKey("B", "reasoning", "clevr", "clean"), ["d", "c", "a"], [0, 1, 1])
+    part = mean_cell(cell_key("B", "reasoning", "clevr", "clean"), ["d", "c", "a"], [0, 1, 1])
     sc = compute_scorecard([full, part], {}, ScoringOptions())
     by = {c.key.model: c for c in sc.cells}
     assert by["A"].score == pytest.approx(3 / 4) and by["A"].n_samples == 4 and by["A"].n_dropped == 0
@@ -147,7 +148,7 @@ def test_a_models_cells_use_its_own_samples_and_a_pair_the_shared_ones() -> None
     # on a, c, d: A scores 1, B 2/3, so A wins the one shared cell
     assert sc.comparison.head_to_head["P"]["A"]["B"] == 1.0
     # within one model, clean and perturbed are paired: A's fog cell lacks "c", so both drop it
-    fog = mean_cell(CellKey("A", "reasoning", "clevr", "image:fog@1"), ["a", "b", "d"], [1, 0, 0])
+    fog = mean_cell(cell_key("A", "reasoning", "clevr", "image:fog@1"), ["a", "b", "d"], [1, 0, 0])
     sc = compute_scorecard([full, fog, part], {}, ScoringOptions())
     by_key = {c.key: c for c in sc.cells}
     assert by_key[full.key].score == pytest.approx(2 / 3) and by_key[full.key].n_dropped == 1
@@ -157,21 +158,21 @@ def test_a_models_cells_use_its_own_samples_and_a_pair_the_shared_ones() -> None
 
 def test_corpus_metric_uses_summed_counts() -> None:
     # BLEU-like: score = sum(matches) / sum(candidates), not the mean of per-sample ratios
-    c = ratio_cell(CellKey("A", "captioning", "coco", "clean"), ["x", "y"], [1, 9], [2, 10])
+    c = ratio_cell(cell_key("A", "captioning", "coco", "clean"), ["x", "y"], [1, 9], [2, 10])
     sc = compute_scorecard([c], {}, ScoringOptions())
     assert sc.cells[0].score == pytest.approx(10 / 12)
 
 
 def test_inconsistent_inputs_raise() -> None:
-    good = mean_cell(CellKey("A", "reasoning", "clevr", "clean"), ["a", "b"], [1, 0])
+    good = mean_cell(cell_key("A", "reasoning", "clevr", "clean"), ["a", "b"], [1, 0])
     with pytest.raises(MetricError):
         compute_scorecard([good, good], {}, ScoringOptions())
-    bad = CellData(CellKey("B", "reasoning", "clevr", "clean"), ["a", "b"], np.ones((3, 2)), good.finish)
+    bad = CellData(cell_key("B", "reasoning", "clevr", "clean"), ["a", "b"], np.ones((3, 2)), good.finish)
     with pytest.raises(MetricError):
         compute_scorecard([good, bad], {}, ScoringOptions())
     # a perturbed cell sharing no sample with its clean cell cannot be paired: it is left out of RR,
     # named, and the clean cell keeps its score
-    disjoint = mean_cell(CellKey("A", "reasoning", "clevr", "image:fog@1"), ["c"], [1])
+    disjoint = mean_cell(cell_key("A", "reasoning", "clevr", "image:fog@1"), ["c"], [1])
     sc = compute_scorecard([good, disjoint], {}, ScoringOptions())
     assert [c.key for c in sc.cells] == [good.key] and sc.cells[0].score == pytest.approx(0.5)
     assert (

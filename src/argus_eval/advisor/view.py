@@ -50,7 +50,7 @@ def _cells_per_task(results: Results) -> dict[str, dict[str, float]]:
     """model -> task -> mean clean score over datasets, from scorecard_cells (the fallback for P per task)."""
     pooled: dict[str, dict[str, list[float]]] = {}
     for c in results.scorecard_cells:
-        if c.condition == "clean" and c.score is not None:
+        if c.is_clean and c.score is not None:
             pooled.setdefault(c.model, {}).setdefault(c.task, []).append(c.score)
     return {m: {t: sum(v) / len(v) for t, v in ts.items()} for m, ts in pooled.items()}
 

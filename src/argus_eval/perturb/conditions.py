@@ -3,7 +3,9 @@
 A condition id is the stable string the store and results key on: "clean", "image:fog@3", "text:typos@2",
 or a control "control:swap@1" / "control:blank@1" (see perturb/controls.py; controls are not perturbations).
 What a condition does is its kind's (perturb/kinds.py): a Condition is the (kind, name, severity) triple
-and hands every question about its behaviour to the registered kind.
+and hands every question about its behaviour to the registered kind, its role (clean, perturbation,
+control) included. This wing is the one that reads ids: the runner hands scoring the role and severity as
+data, and a reader of results.json asks is_clean_id.
 Importing this module is cheap: the corruption library is imported only when an image is perturbed.
 """
 
@@ -22,7 +24,14 @@ from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_va
 from argus_eval.errors import PerturbationError
 from argus_eval.perturb import image as image_perturb
 from argus_eval.perturb import text as text_perturb
-from argus_eval.perturb.kinds import SEVERITIES, ConditionKind, ConditionTarget, kind_of, perturbation_kinds
+from argus_eval.perturb.kinds import (
+    SEVERITIES,
+    ConditionKind,
+    ConditionTarget,
+    Role,
+    kind_of,
+    perturbation_kinds,
+)
 
 if TYPE_CHECKING:
     from argus_eval.data.images import ImageArray
@@ -70,6 +79,16 @@ class Condition:
         return self.id
 
     @property
+    def perturbation(self) -> str:
+        """The id without its severity ("image:fog"): what a severity curve pools; "" when clean."""
+        return "" if self.kind == "clean" else f"{self.kind}:{self.name}"
+
+    @property
+    def role(self) -> Role:
+        """What scoring does with the condition's cells: its kind's role (perturb/kinds.py ROLES)."""
+        return self.behaviour.role
+
+    @property
     def behaviour(self) -> ConditionKind:
         """The registered kind that owns what this condition does."""
         return kind_of(self.kind)
@@ -106,6 +125,18 @@ class Condition:
 CLEAN = Condition("clean", "", 0)
 
 
+def is_clean_id(condition_id: str) -> bool:
+    """Whether a condition id (as results.json and samples.jsonl hold it) names the clean condition."""
+    return condition_id == CLEAN.id
+
+
+def severity_span(allowed: Sequence[int]) -> str:
+    """A kind's severities as a person reads them: "1..5" for a run of integers, else "1, 3, 5"."""
+    if len(allowed) > 1 and list(allowed) == list(range(allowed[0], allowed[0] + len(allowed))):
+        return f"{allowed[0]}..{allowed[-1]}"
+    return ", ".join(map(str, allowed))
+
+
 def _check(kind: str, name: str, severity: int) -> None:
     """Raise PerturbationError naming the valid kinds, names or severities."""
     behaviour = kind_of(kind)
@@ -114,10 +145,9 @@ def _check(kind: str, name: str, severity: int) -> None:
         raise PerturbationError(f"unknown {kind} perturbation {name!r}; valid: {', '.join(valid)}")
     allowed = behaviour.severities
     if isinstance(severity, bool) or not isinstance(severity, int) or severity not in allowed:
-        span = f"outside {allowed[0]}..{allowed[-1]}" if len(allowed) > 1 else f"not {allowed[0]}"
         raise PerturbationError(
-            f"{kind} perturbation {name!r}: severity {severity!r} is {span}; valid {kind} "
-            f"perturbations: {', '.join(valid)}"
+            f"{kind} perturbation {name!r}: severity {severity!r} is not one the {kind} kind takes "
+            f"(valid: {severity_span(allowed)}); valid {kind} perturbations: {', '.join(valid)}"
         )
 
 
@@ -133,8 +163,8 @@ class ConditionEntry(BaseModel):
     kind) with its names, or a preset; severity with graded kinds only.
 
     Examples: {"image": "fog", "severity": [1, 3, 5]}, {"text": ["typos", "ocr"], "severity": 3},
-    {"control": "swap"}, {"control": ["blank", "swap"]}, {"preset": "default"}. A missing severity
-    means all of the kind's severities (1..5).
+    {"control": "swap"}, {"control": ["blank", "swap"]}, {"preset": "default"}. A severity must be one
+    the kind declares (`severities`: 1..5 for image and text); a missing one means all of them.
     """
 
     # extra: every registered kind is a key; _one_kind rejects any other
@@ -145,13 +175,9 @@ class ConditionEntry(BaseModel):
 
     @field_validator("severity")
     @classmethod
-    def _severity_range(cls, v: int | list[int] | None) -> int | list[int] | None:
-        values = [] if v is None else [v] if isinstance(v, int) else v
-        bad = [s for s in values if isinstance(s, bool) or s not in SEVERITIES]
-        if bad or (isinstance(v, list) and not v):
-            raise ValueError(
-                f"severity must be an integer or a non-empty list of integers in 1..5, got {v!r}"
-            )
+    def _severity_given(cls, v: int | list[int] | None) -> int | list[int] | None:
+        if isinstance(v, list) and not v:  # which integers are valid is the kind's (_one_kind)
+            raise ValueError("severity must be an integer or a non-empty list of integers, got []")
         return v
 
     @model_validator(mode="after")
@@ -179,6 +205,12 @@ class ConditionEntry(BaseModel):
         bad = [n for n in self.names(kind) if n not in valid]
         if bad:
             raise ValueError(f"unknown {kind} perturbation {bad[0]!r}; valid: {', '.join(valid)}")
+        allowed = behaviour.severities
+        wrong = [s for s in self.severities(kind) if s not in allowed]
+        if wrong:
+            raise ValueError(
+                f"severity {wrong[0]!r} is not one the {kind} kind takes; valid: {severity_span(allowed)}"
+            )
         return self
 
     def kinds(self) -> list[str]:
@@ -194,10 +226,13 @@ class ConditionEntry(BaseModel):
             raise ValueError(f"{kind}: expected a name or a list of names, got {v!r}")
         return list(v)
 
-    def severities(self) -> list[int]:
-        """The severities this entry asks for (all of 1..5 when not given)."""
-        s = self.severity
-        return list(SEVERITIES) if s is None else [s] if isinstance(s, int) else list(s)
+    def severities(self, kind: str) -> list[int]:
+        """The severities this entry asks of kind: all it declares when not given, its first (the one
+        it implies) when it is not graded."""
+        behaviour, s = kind_of(kind), self.severity
+        if s is None or not behaviour.graded:
+            return list(behaviour.severities if behaviour.graded else behaviour.severities[:1])
+        return [s] if isinstance(s, int) else list(s)
 
 
 def _sweep(kind: str, names: Sequence[str], severities: Sequence[int] = SEVERITIES) -> list[dict[str, Any]]:
@@ -224,11 +259,13 @@ PRESETS: dict[str, list[dict[str, Any]]] = {
 def expand_conditions(
     entries: Sequence[Mapping[str, Any] | ConditionEntry],
     presets: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    key: str = "perturbations",
 ) -> list[Condition]:
-    """Expand config entries into conditions: CLEAN first, then first-appearance order, no duplicates."""
+    """Expand config entries into conditions: CLEAN first, then first-appearance order, no duplicates.
+    key: where the entries stand in the config, for an error's key path ("perturbations[1]")."""
     table = PRESETS if presets is None else presets
     out: dict[str, Condition] = {CLEAN.id: CLEAN}
-    _expand_into(entries, table, out, stack=())
+    _expand_into(entries, table, out, stack=(), key=key)
     return list(out.values())
 
 
@@ -237,9 +274,10 @@ def _expand_into(
     presets: Mapping[str, Sequence[Mapping[str, Any]]],
     out: dict[str, Condition],
     stack: tuple[str, ...],
+    key: str,
 ) -> None:
-    for raw in entries:
-        entry = raw if isinstance(raw, ConditionEntry) else _validate_entry(raw)
+    for i, raw in enumerate(entries):
+        entry = raw if isinstance(raw, ConditionEntry) else _validate_entry(raw, f"{key}[{i}]")
         if entry.preset is not None:
             if entry.preset not in presets:
                 raise PerturbationError(
@@ -247,25 +285,32 @@ def _expand_into(
                 )
             if entry.preset in stack:
                 raise PerturbationError(f"conditions preset {entry.preset!r} includes itself: {stack}")
-            _expand_into(presets[entry.preset], presets, out, (*stack, entry.preset))
+            inner = (*stack, entry.preset)
+            _expand_into(presets[entry.preset], presets, out, inner, f"preset {entry.preset}")
             continue
         for kind in entry.kinds():
-            behaviour = kind_of(kind)
-            severities = entry.severities() if behaviour.graded else behaviour.severities[:1]
+            severities = entry.severities(kind)
             for name in entry.names(kind):
                 for sev in severities:
                     c = Condition(kind, name, sev)
                     out.setdefault(c.id, c)
 
 
-def _validate_entry(raw: Mapping[str, Any]) -> ConditionEntry:
+def _reason(err: Any) -> str:
+    """One validation error: its field, and a validator's own message (without pydantic's "Value
+    error, " before it); an error of the whole entry (which kind, names, severities) names no field."""
+    why = str((err.get("ctx") or {}).get("error", err["msg"]))
+    field = ".".join(map(str, err["loc"]))
+    return f"{field}: {why}" if field else why
+
+
+def _validate_entry(raw: Mapping[str, Any], where: str) -> ConditionEntry:
+    """raw as a ConditionEntry; one PerturbationError naming where it stands and why otherwise."""
     try:
         return ConditionEntry.model_validate(dict(raw))
     except ValidationError as e:
-        reasons = "; ".join(
-            f"{'.'.join(map(str, err['loc'])) or 'entry'}: {err['msg']}" for err in e.errors()
-        )
-        raise PerturbationError(f"condition entry {dict(raw)!r} is invalid: {reasons}") from None
+        reasons = "; ".join(_reason(err) for err in e.errors())
+        raise PerturbationError(f"{where}: condition entry {dict(raw)!r} is invalid: {reasons}") from None
 
 
 def apply_image(condition: Condition, image: ImageArray, seed: int) -> ImageArray:

@@ -68,6 +68,7 @@ class ControlKind(ConditionKind):
     """Control conditions ("control:blank@1", "control:swap@1"), on the tasks that opt into them."""
 
     kind = KIND
+    role = "control"
     severities = (SEVERITY,)
     graded = False
     changes: ClassVar[frozenset[str]] = frozenset({"image"})

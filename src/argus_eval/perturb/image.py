@@ -20,7 +20,7 @@ from PIL import Image
 
 from argus_eval.data.images import ImageArray, to_rgb_uint8
 from argus_eval.errors import PerturbationError, SampleError, UnknownNameError
-from argus_eval.perturb.kinds import Condition, ConditionKind
+from argus_eval.perturb.kinds import SEVERITIES, Condition, ConditionKind
 from argus_eval.registry import Registry
 
 ImageFn = Callable[[ImageArray, int, int], Any]  # (uint8 HxWx3 image, severity 1..5, seed) -> array-like
@@ -160,6 +160,8 @@ class ImageKind(ConditionKind):
     """Image conditions ("image:fog@3"): a registered corruption of the sample's own image."""
 
     kind = "image"
+    role = "perturbation"
+    severities = SEVERITIES  # ImageNet-C's 1..5
     changes: ClassVar[frozenset[str]] = frozenset({"image"})
     shows_perturbed_image = True
 

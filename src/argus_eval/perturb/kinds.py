@@ -1,6 +1,7 @@
 """Condition kinds: each kind of run condition is one class that owns all of its behaviour.
 
-A kind says which names and severities it takes, what it does to a sample's image and texts (seeded),
+A kind says its role (clean, perturbation or control: what scoring does with its cells), which names
+and severities it takes, what it does to a sample's image and texts (seeded),
 whether the run seed reaches its output, whether it shows another sample's image (the swap control),
 which tasks it applies to, and whether the gallery shows the image it made. The runner, tasks and report
 call these methods on a condition and never ask which kind it is.
@@ -13,7 +14,7 @@ ConditionKind subclass or instance ("my_pkg.kinds:InvertKind").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
 
 from argus_eval.errors import PerturbationError, UnknownNameError
 from argus_eval.registry import Registry
@@ -21,7 +22,13 @@ from argus_eval.registry import Registry
 if TYPE_CHECKING:
     from argus_eval.data.images import ImageArray
 
-SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)  # the default of a graded kind
+# What scoring does with a kind's cells: clean is the baseline every other cell is paired with; a
+# perturbation's retention enters RR and the severity curves; a control's score enters the image-reliance
+# table and neither of those. These are the roles scoring knows (scoring/types.py's Role, which cannot
+# import this wing; tests/test_condition_roles.py keeps the two equal).
+Role = Literal["clean", "perturbation", "control"]
+ROLES: tuple[Role, ...] = get_args(Role)
 ENTRY_POINT_GROUP = "argus_eval.perturbations"
 
 
@@ -51,7 +58,8 @@ class ConditionKind:
     """Base of every condition kind; the defaults are those of a condition that changes nothing."""
 
     kind: ClassVar[str]  # the id prefix, also the key of a config entry ({"image": "fog"})
-    severities: ClassVar[tuple[int, ...]] = SEVERITIES
+    role: ClassVar[Role]  # no default: a kind says what scoring does with its cells (ROLES)
+    severities: ClassVar[tuple[int, ...]] = SEVERITIES  # those a config entry and an id may name
     graded: ClassVar[bool] = True  # a config entry takes severities; False: the one severity is implied
     changes: ClassVar[frozenset[str]] = frozenset()  # the inputs it changes ("image", "text")
     shows_perturbed_image: ClassVar[bool] = False  # the gallery shows the image it made beside the clean one
@@ -86,6 +94,9 @@ class CleanKind(ConditionKind):
     """The clean condition: inputs as they are, on every task."""
 
     kind = "clean"
+    role = "clean"
+    severities = (0,)
+    graded = False
 
     def uses_seed(self, condition: Condition) -> bool:
         return False
@@ -101,8 +112,24 @@ def _instance(entry: object, what: str) -> ConditionKind:
         raise PerturbationError(
             f"{what} is {entry!r}, not a ConditionKind subclass or instance (perturb/kinds.py)"
         )
+    owner = f"{type(entry).__module__}.{type(entry).__qualname__}"
     if not getattr(entry, "kind", ""):
-        raise PerturbationError(f"{what}: {type(entry).__name__} sets no `kind` (its id prefix)")
+        raise PerturbationError(f"{what}: {owner} sets no `kind` (its id prefix)")
+    role = getattr(entry, "role", None)
+    if role not in ROLES:
+        said = "sets no `role`" if role is None else f"has role {role!r}, which scoring does not know"
+        raise PerturbationError(
+            f"{what}: {owner} {said}; set `role` to one of {', '.join(ROLES)} (perturb/kinds.py)"
+        )
+    severities = getattr(entry, "severities", None)
+    if (
+        not isinstance(severities, tuple)
+        or not severities
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in severities)
+    ):
+        raise PerturbationError(
+            f"{what}: {owner} has severities {severities!r}; expected a non-empty tuple of integers >= 0"
+        )
     return entry
 
 

@@ -20,7 +20,7 @@ from numbers import Integral
 from typing import ClassVar
 
 from argus_eval.errors import PerturbationError, UnknownNameError
-from argus_eval.perturb.kinds import Condition, ConditionKind
+from argus_eval.perturb.kinds import SEVERITIES, Condition, ConditionKind
 from argus_eval.registry import Registry
 
 TextFn = Callable[[str, int, random.Random], str]  # (text, severity, rng) -> perturbed text
@@ -250,6 +250,8 @@ class TextKind(ConditionKind):
     """Text conditions ("text:typos@2"): a registered perturbation of every query and question."""
 
     kind = "text"
+    role = "perturbation"
+    severities = SEVERITIES
     changes: ClassVar[frozenset[str]] = frozenset({"text"})
 
     def names(self) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from argus_eval.perturb.conditions import is_clean_id
 from argus_eval.report.palette import PALETTE, color
 from argus_eval.report.scatter_chart import capability_vs_argus
 from argus_eval.report.slope_chart import rank_slope
@@ -110,7 +111,7 @@ _LEVEL_CHARS = 14
 
 def consistency_heatmap(results: Results) -> Chart | None:
     """Model x (task / dataset) clean primary scores: the consistency (CDC) picture."""
-    clean = [c for c in results.cells if c.is_clean]
+    clean = [c for c in results.cells if is_clean_id(c.condition)]
     if not clean:
         return None
     cols = sorted({(c.task, c.dataset) for c in clean})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus_eval.perturb.conditions import is_clean_id
 from argus_eval.report import fmt
 from argus_eval.report.tables import Table, TCell
 from argus_eval.results_model import Results
@@ -138,7 +139,7 @@ def coverage(results: Results) -> Table:
     below = {(c.model, c.task, c.dataset) for c in results.below_chance}
     rows: dict[tuple[str, str], _Coverage] = {}
     for c in results.cells:
-        if not c.is_clean:
+        if not is_clean_id(c.condition):
             continue
         entry = rows.setdefault((c.model, c.task), _Coverage(c.protocol, c.native_protocol))
         entry.datasets.append(c.dataset)

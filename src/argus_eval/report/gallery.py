@@ -21,7 +21,7 @@ from PIL import Image, UnidentifiedImageError
 
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
-from argus_eval.perturb.conditions import Condition, derive_seed
+from argus_eval.perturb.conditions import CLEAN, Condition, derive_seed, is_clean_id
 from argus_eval.report.roots import inside
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
 from argus_eval.report.thumbs import THUMBS_FILE, ThumbCache
@@ -207,7 +207,7 @@ def build_gallery(
     cache = ThumbCache(samples_path.parent / THUMBS_FILE)  # thumbnails of an earlier report, by content
 
     def thumb_id(img: Path, condition: str, sample_id: str) -> str | None:
-        key = (img, condition if condition != "clean" else "")
+        key = (img, "" if is_clean_id(condition) else condition)
         if key not in thumb_ids:
             seed = int(run_seed or 0)
             if key[1]:
@@ -234,7 +234,7 @@ def build_gallery(
         perturbed: str | None = None
         perturbed_view = shows_perturbed_image(rec.condition)
         if img is not None:
-            tid = thumb_id(img, "clean", rec.sample_id)
+            tid = thumb_id(img, CLEAN.id, rec.sample_id)
             if run_seed is not None and perturbed_view:
                 perturbed = thumb_id(img, rec.condition, rec.sample_id)
         if tid is None and found is not False and (rec.image or rec.image_path):

@@ -42,10 +42,6 @@ class CellSummary(Block):
     def key(self) -> tuple[str, str, str, str]:
         return (self.model, self.task, self.dataset, self.condition)
 
-    @property
-    def is_clean(self) -> bool:
-        return self.condition == "clean"
-
     def scalar_metrics(self) -> dict[str, float | None]:
         """The metrics that are single figures (numbers or null), in the order the cell lists them."""
         return {

@@ -123,6 +123,12 @@ class CellKeyFields(Block):
     def key(self) -> tuple[str, str, str, str]:
         return (self.model, self.task, self.dataset, self.condition)
 
+    @property
+    def is_clean(self) -> bool:
+        """Whether this is a clean cell: scoring gives every other cell its perturbation (the condition's
+        kind and name, from the condition itself; this wing never reads an id)."""
+        return self.perturbation is None
+
 
 class ScorecardCell(CellKeyFields):
     """A cell's primary score on the samples its model scored in every condition of the cell's (task,

@@ -7,23 +7,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from argus_eval.results_model.failures import BASIS, Failures, ModelFailures, NotLoaded, NotRunCell
+from argus_eval.runner.cell_keys import cell_key, key_of
 from argus_eval.runner.score import ScoredCell
 from argus_eval.scoring.types import CellKey
 
 MAX_REASONS = 3
 
 
-def _key(s: ScoredCell) -> CellKey:
-    c = s.cell
-    return CellKey(c.model.name, c.task.name, c.dataset.name, c.condition.id)
-
-
 def planned_samples(scored: Sequence[ScoredCell], not_run: Sequence[dict[str, Any]]) -> dict[CellKey, int]:
     """Samples every cell asked: the plan's cells (whether or not any sample was scored) and the cells of
     checkpoints that could not load (none scored)."""
-    out = {_key(s): len(s.cell.samples) for s in scored}
+    out = {key_of(s.cell): len(s.cell.samples) for s in scored}
     for c in not_run:
-        out.setdefault(CellKey(c["model"], c["task"], c["dataset"], c["condition"]), int(c["samples"]))
+        out.setdefault(cell_key(c["model"], c["task"], c["dataset"], c["condition"]), int(c["samples"]))
     return out
 
 

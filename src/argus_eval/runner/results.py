@@ -25,35 +25,30 @@ from argus_eval.results_model.judges import Judge
 from argus_eval.results_model.manifest import Manifest
 from argus_eval.results_model.reliance import BlindBaseline, Reliance
 from argus_eval.results_model.scorecard import ScorecardPart
+from argus_eval.runner.cell_keys import key_of
 from argus_eval.runner.failures import failure_notes, failures_block, planned_samples, unavailable_models
 from argus_eval.runner.profiling import Profiles
 from argus_eval.runner.score import ScoredCell, cell_data, cell_summary
 from argus_eval.scoring.extras import extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.reliance import NOTES as RELIANCE_NOTES
-from argus_eval.scoring.reliance import image_reliance, is_control
+from argus_eval.scoring.reliance import image_reliance
 from argus_eval.scoring.results_blocks import efficiency_block, scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
-from argus_eval.scoring.types import CellKey
-
-
-def _key(s: ScoredCell) -> CellKey:
-    c = s.cell
-    return CellKey(c.model.name, c.task.name, c.dataset.name, c.condition.id)
 
 
 def reliance_block(scored: list[ScoredCell], options: ScoringOptions) -> Reliance:
     """Per model, clean minus control scores with paired intervals, the share of unchanged predictions,
     and the task's blind baseline (when it reports one) beside them."""
     skipped = {
-        _key(s): (sorted(set(s.failures.values())) or ["no sample succeeded"])[0]
+        key_of(s.cell): (sorted(set(s.failures.values())) or ["no sample succeeded"])[0]
         for s in scored
-        if s.result is None and is_control(s.cell.condition.id)
+        if s.result is None and key_of(s.cell).is_control
     }
     blind = {
         (k.model, k.task, k.dataset): BlindBaseline(**s.result.breakdown["blind_baseline"])
         for s in scored
-        if (k := _key(s)).is_clean and s.result is not None and "blind_baseline" in s.result.breakdown
+        if (k := key_of(s.cell)).is_clean and s.result is not None and "blind_baseline" in s.result.breakdown
     }
     models = image_reliance(
         cell_data(scored),
@@ -183,7 +178,7 @@ def build_results(
     cells = cell_data(scored)
     proj = {name: projections(p) for name, p in profiles.items() if p is not None}
     # A cell's further official scores (VCR: QA->R, Q->AR) beside its primary, on the same paired resamples.
-    extras = {_key(s): s.result.extras for s in scored if s.result is not None and s.result.extras}
+    extras = {key_of(s.cell): s.result.extras for s in scored if s.result is not None and s.result.extras}
     sc = bootstrap_scorecard(
         cells,
         profiles,

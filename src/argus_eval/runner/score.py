@@ -15,6 +15,7 @@ from typing import Any
 from argus_eval.data.atomic import atomic_text
 from argus_eval.data.text import repair_text
 from argus_eval.models.secrets import redact_text
+from argus_eval.runner.cell_keys import key_of
 from argus_eval.runner.judging import apply_judgments
 from argus_eval.runner.plan import Cell, Plan
 from argus_eval.runner.score_cache import (
@@ -28,7 +29,7 @@ from argus_eval.runner.score_cache import (
 from argus_eval.runner.seal import DamagedPartError, unseal
 from argus_eval.runner.store import Store
 from argus_eval.runner.usage import rows_tokens
-from argus_eval.scoring.types import CellData, CellKey
+from argus_eval.scoring.types import CellData
 from argus_eval.tasks.base import CellResult, FinalizeInput, Finish
 from argus_eval.tasks.judge import JudgeSetup
 from argus_eval.tasks.records import Record
@@ -221,7 +222,7 @@ def cell_data(scored: list[ScoredCell]) -> list[CellData]:
     """The scoring wing's input: per-sample additive components and the finish of each cell."""
     return [
         CellData(
-            key=CellKey(s.cell.model.name, s.cell.task.name, s.cell.dataset.name, s.cell.condition.id),
+            key=key_of(s.cell),
             sample_ids=s.result.sample_ids,
             components=s.result.components,
             finish=s.result.finish,

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus_eval.scoring.gates import Gate
-from argus_eval.scoring.reliance import is_control
 from argus_eval.scoring.types import CellKey
 
 Shortfalls = dict[str, dict[tuple[str, str], dict[str, Any]]]
@@ -26,7 +25,7 @@ def _clean(key: CellKey) -> bool:
 
 
 def _not_control(key: CellKey) -> bool:
-    return not is_control(key.condition)
+    return not key.is_control
 
 
 _AXIS_CELLS: dict[str, Callable[[CellKey], bool]] = {"capability": _clean, "overall": _not_control}
@@ -48,18 +47,16 @@ def _short(cov: Coverage, key: CellKey, share: float) -> dict[str, Any] | None:
     asked, got = cov.planned[key], cov.scored.get(key, 0)
     if asked == 0 or got >= share * asked - 1e-9:
         return None
-    return {"model": key.model, "task": key.task, "dataset": key.dataset, "condition": key.condition,
-            "scored": got, "samples": asked}  # fmt: skip
+    return {"key": key, "scored": got, "samples": asked}
 
 
 def _reason(cells: Sequence[dict[str, Any]], share: float) -> str:
     first = cells[0]
-    where = f"{first['task']}/{first['dataset']}" + (
-        "" if first["condition"] == "clean" else f" ({first['condition']})"
-    )
+    key: CellKey = first["key"]
+    where = f"{key.task}/{key.dataset}" + ("" if key.is_clean else f" ({key.condition})")
     more = f" and {len(cells) - 1} more cell(s)" if len(cells) > 1 else ""
     return (
-        f"{first['model']} scored {first['scored']} of {first['samples']} samples on {where}{more}; "
+        f"{key.model} scored {first['scored']} of {first['samples']} samples on {where}{more}; "
         f"a claim needs {share:.0%} of every shared cell from both"
     )
 
@@ -71,15 +68,14 @@ def pair_shortfall(cov: Coverage, a: str, b: str, share: float) -> dict[str, dic
     if gone:
         reason = "; ".join(f"{m} ran no cell: {cov.unavailable[m]}" for m in gone)
         return {axis: {"reason": reason, "cells": []} for axis in _AXIS_CELLS}
-    mine = {(k.task, k.dataset, k.condition) for k in cov.planned if k.model == a}
-    shared = sorted(w for w in mine if CellKey(b, *w) in cov.planned)  # (task, dataset, condition)
+    shared = sorted(k for k in cov.planned if k.model == a and k.of_model(b) in cov.planned)
     for axis, wanted in _AXIS_CELLS.items():
         cells = [
             s
-            for w in shared
-            if wanted(CellKey(a, *w))
+            for k in shared
+            if wanted(k)
             for m in (a, b)
-            if (s := _short(cov, CellKey(m, *w), share)) is not None
+            if (s := _short(cov, k.of_model(m), share)) is not None
         ]
         if cells:
             out[axis] = {"reason": _reason(cells, share), "cells": cells}

@@ -11,8 +11,7 @@ import numpy as np
 from argus_eval.scoring.axes import retention_ratios
 from argus_eval.scoring.axis_registry import AxisInputs, axis_specs
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.reliance import is_control
-from argus_eval.scoring.types import AxisSeries, AxisValue, CellKey, FloatArray, parse_condition
+from argus_eval.scoring.types import AxisSeries, AxisValue, CellKey, FloatArray
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,9 @@ def _severity_curves(retention: list[RetentionRows]) -> dict[str, dict[int, Floa
     """perturbation -> severity -> mean retention over its (task, dataset) cells (clean 0 left out)."""
     pooled: dict[str, dict[int, list[FloatArray]]] = {}
     for r in retention:
-        name, severity = parse_condition(r.key.condition)
-        if severity is None or np.isnan(r.ratio[0]):
+        if np.isnan(r.ratio[0]):
             continue
-        pooled.setdefault(name, {}).setdefault(severity, []).append(r.ratio)
+        pooled.setdefault(r.key.ref.perturbation, {}).setdefault(r.key.ref.severity, []).append(r.ratio)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resample rows stay NaN
         return {
@@ -88,7 +86,7 @@ def retention_rows(
     retention: list[RetentionRows] = []
     unpaired: dict[str, str] = {}
     for k in sorted(k for k in scores if k.model == model):
-        if k.is_clean or is_control(k.condition):
+        if not k.is_perturbation:
             continue
         c = scores.get(k.clean_key())
         if c is None:
@@ -123,7 +121,7 @@ def model_rows(
         nrows = len(next(iter(scores.values())))
     retention, unpaired = retention_rows(model, scores, flips)
     for k, why in sorted((left_out or {}).items()):
-        if k.model == model and not k.is_clean and not is_control(k.condition):
+        if k.model == model and k.is_perturbation:
             unpaired[f"{k.task}/{k.dataset}/{k.condition}"] = why
     ratios = {f"{r.key.task}/{r.key.dataset}/{r.key.condition}": r.ratio for r in retention}
     e = efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows)

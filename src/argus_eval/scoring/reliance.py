@@ -7,7 +7,8 @@ and the share of predictions that stay the same under the control. A model that 
 has reliance 0 and keeps every prediction; one that reads the answer off the image loses about its
 whole clean score above chance.
 
-Controls are not perturbations: they never enter RR (see is_control and scoring/engine.py).
+Controls are not perturbations: they never enter RR (a cell's role says which it is: CellKey.is_control,
+set from the condition's kind; scoring/engine.py).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from typing import Any
 from argus_eval.results_model.reliance import BlindBaseline, Control, RelianceEntry
 from argus_eval.scoring.paired import Group, align, group_rows, paired_counts
 from argus_eval.scoring.statistics import percentile_interval
-from argus_eval.scoring.types import CLEAN, CellData, CellKey, FloatArray
-
-CONTROL_KIND = "control"
+from argus_eval.scoring.types import CellData, CellKey, FloatArray
 
 TaskCell = tuple[str, str, str]  # (model, task, dataset)
 
@@ -31,16 +30,6 @@ NOTES = (
     "same_prediction = share of samples whose prediction under the control equals the clean one",
     "controls are not perturbations: they are left out of RR and of the severity curves",
 )
-
-
-def is_control(condition: str) -> bool:
-    """Whether a condition id names a control ("control:swap@1") rather than a perturbation."""
-    return condition.partition(":")[0] == CONTROL_KIND
-
-
-def control_name(condition: str) -> str:
-    """ "control:swap@1" -> "swap"."""
-    return condition.partition(":")[2].rpartition("@")[0]
 
 
 def _point(rows: FloatArray | None) -> float | None:
@@ -78,17 +67,18 @@ def _group_entries(
 ) -> dict[str, RelianceEntry]:
     """model -> reliance entry of this (task, dataset), for models with at least one control cell."""
     keys = [a.cell.key for a in group.cells]
-    models = sorted({k.model for k in keys if is_control(k.condition)})
+    models = sorted({k.model for k in keys if k.is_control})
     if not models:
         return {}
     scores, flips = group_rows(group, paired_counts(group, resamples, seed))
     out: dict[str, RelianceEntry] = {}
     for model in models:
-        clean = scores.get(CellKey(model, group.task, group.dataset, CLEAN))
+        mine = sorted(k for k in keys if k.model == model and k.is_control)
+        clean = scores.get(mine[0].clean_key())
         where = (model, group.task, group.dataset)
         controls: dict[str, Control] = {}
-        for k in sorted(k for k in keys if k.model == model and is_control(k.condition)):
-            controls[control_name(k.condition)] = (
+        for k in mine:
+            controls[k.ref.name] = (
                 Control(condition=k.condition, skipped="no clean cell to compare with")
                 if clean is None
                 else _control(k, clean, scores[k], flips.get(k), confidence)
@@ -123,7 +113,7 @@ def image_reliance(
     read as reliance 0. blind: (model, task, dataset) -> the task's blind baseline, shown beside."""
     named: dict[TaskCell, dict[str, Control]] = {}
     for key, reason in sorted((skipped or {}).items()):
-        named.setdefault((key.model, key.task, key.dataset), {})[control_name(key.condition)] = Control(
+        named.setdefault((key.model, key.task, key.dataset), {})[key.ref.name] = Control(
             condition=key.condition, skipped=reason
         )
     found: dict[TaskCell, RelianceEntry] = {}

@@ -38,7 +38,7 @@ from argus_eval.results_model.scorecard import (
 from argus_eval.scoring.axis_registry import axis_names, axis_specs
 from argus_eval.scoring.headtohead import HeadToHead
 from argus_eval.scoring.scorecard import CellScore, ModelCard, Scorecard
-from argus_eval.scoring.types import CellKey, parse_condition
+from argus_eval.scoring.types import CellKey
 
 
 def clean(obj: Any) -> Any:
@@ -66,9 +66,8 @@ def _key_fields(key: CellKey) -> dict[str, Any]:
     out: dict[str, Any] = {"model": key.model, "task": key.task, "dataset": key.dataset}
     out["condition"] = key.condition
     if not key.is_clean:
-        perturbation, severity = parse_condition(key.condition)
-        out["perturbation"] = perturbation
-        out["severity"] = severity
+        out["perturbation"] = key.ref.perturbation
+        out["severity"] = key.ref.severity
     return out
 
 
@@ -119,8 +118,8 @@ def _shift(h: HeadToHead) -> dict[str, int | None]:
 
 
 def _incomplete(entry: dict[str, Any]) -> Incomplete:
-    cells = [ShortCell(**_key_fields(CellKey(c["model"], c["task"], c["dataset"], c["condition"])),
-                       scored=c["scored"], samples=c["samples"]) for c in entry["cells"]]  # fmt: skip
+    cells = [ShortCell(**_key_fields(c["key"]), scored=c["scored"], samples=c["samples"])
+             for c in entry["cells"]]  # fmt: skip
     return Incomplete(**clean({k: v for k, v in entry.items() if k != "cells"}), cells=cells)
 
 

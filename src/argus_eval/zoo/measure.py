@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from argus_eval.errors import CapabilityError, CheckpointError
+from argus_eval.perturb.conditions import is_clean_id
 from argus_eval.results_model import Results
 from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.reliance import Control
@@ -140,10 +141,11 @@ def run_figures(results: Results, model: str) -> dict[str, dict[str, dict[str, A
     reliance = {(e.task, e.dataset): e for e in results.reliance.models.get(model, [])}
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for (task, dataset, condition), cell in sorted(cells.items()):
-        if condition != "clean":
+        if not is_clean_id(condition):
             continue
         entry = reliance.get((task, dataset))
         blind = entry.blind_baseline if entry is not None else None
+        swap = entry.controls.get("swap") if entry is not None else None
         row: dict[str, Any] = {
             "score": _r(cell.primary),
             "chance": _r(cell.chance),
@@ -151,9 +153,9 @@ def run_figures(results: Results, model: str) -> dict[str, dict[str, dict[str, A
             "protocol": cell.protocol,
             "metrics": _metrics(cell),
             "blind_baseline": _r(blind.score) if blind is not None else None,
-            "swap": _control(entry.controls.get("swap") if entry is not None else None),
+            "swap": _control(swap),
         }
-        swap_cell = cells.get((task, dataset, "control:swap@1"))
+        swap_cell = None if swap is None else cells.get((task, dataset, swap.condition))
         if swap_cell is not None and row["swap"] is not None:
             row["swap"]["metrics"] = _metrics(swap_cell)
         if _by_type(cell):
