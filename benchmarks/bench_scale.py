@@ -16,6 +16,15 @@ harness hides behind the model. `--quick` uses 1/10 of every size (a minute or t
 
 Targets (issue 37): harness <= 0.5 ms per record on each task, peak RSS <= 4 GB, every phase's
 exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total sleep.
+
+Without --sleep-ms it keeps, per task, the wall of its largest run over its records (ms per record)
+in ~/.cache/argus-eval/harness_cost.json, with this machine's processor and core count
+(runner/harness_cost.py). `argus run --dry-run` multiplies each task's planned records by it: its
+estimate for a run of this benchmark's shape (clean retrieval on the 5,000 COCO-like images, the null
+model) is that run's wall by construction, and for another plan the same figures scaled by its records
+(clean inputs only: corrupting images or perturbing texts is not in them). To see that estimate for the
+paper's plan without its data: benchmarks/paper_layout.py writes the paper's layout, and docs/gpu.md
+(section 4) gives the dry run. The data writers are those of benchmarks/synthetic_sets.py.
 """
 
 from __future__ import annotations
