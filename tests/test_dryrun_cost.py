@@ -98,3 +98,12 @@ def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tm
     assert estimate({"reasoning": 10}, path) is None
     path.write_text("{not json")
     assert estimate({"reasoning": 10}, path) is None
+
+
+def test_the_estimate_reads_in_seconds_minutes_or_hours() -> None:
+    from argus_eval.commands.run_cmd import estimate_line
+    from argus_eval.runner.harness_cost import HarnessEstimate
+
+    # a run of bench_scale's size takes seconds: it must not read as "0.0 min"
+    lines = [estimate_line(HarnessEstimate(s, {}, "bench_scale (test)")) for s in (2.54, 600.0, 5400.0)]
+    assert [line.split(": ", 1)[1].split(",")[0] for line in lines] == ["2.5 s", "10.0 min", "1.5 h"]

@@ -169,7 +169,7 @@ def test_the_dry_run_plans_every_model_on_every_dataset_with_the_hand_counts(
     for m in models:  # the printed cost table: every model with its records
         line = next(row for row in cost.splitlines() if f" {m} " in row)
         assert f"{plan['cost']['models'][m]['records']:,}" in line
-    assert f"estimate (harness only, this machine): {want / 60:.1f} min" in table
+    assert want < 90 and f"estimate (harness only, this machine): {want:.1f} s," in table
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -239,6 +239,16 @@ def cost_table(cost: RunCost) -> Table:
     return table
 
 
+def duration(seconds: float) -> str:
+    """Seconds as a person reads them: seconds up to 90, then minutes up to 90, then hours (so that a
+    run as small as bench_scale's reads as more than "0.0 min")."""
+    if seconds < 90:
+        return f"{seconds:.1f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def estimate_line(found: HarnessEstimate | None) -> str:
     """The dry run's time estimate, marked as one, with how it was made (or why there is none)."""
     if found is None:
@@ -248,7 +258,7 @@ def estimate_line(found: HarnessEstimate | None) -> str:
         )
     left = f"; not covered: {found.uncovered}" if found.uncovered else ""
     return (
-        f"estimate (harness only, this machine): {found.seconds / 60:.1f} min, from the harness cost per "
+        f"estimate (harness only, this machine): {duration(found.seconds)}, from the harness cost per "
         f"record that {found.how} measured; each model's forward time comes on top (`argus profile` "
         f"measures it){left}"
     )
