@@ -232,9 +232,10 @@ def cost_table(cost: RunCost) -> Table:
     total = data["total"]
     table.add_row("all", *(f"{total[c]:,}" for c in cols), end_section=True)
     table.caption = (
-        f"corruptions {total['corruptions']:,} and region extractions {total['region_extractions']:,}, "
-        "each once per image, condition and seed for every model (batches: a local model's forward "
-        "batches; requests: a served model's; judged: answers sent to a judge)"
+        f"corruptions {total['corruptions']:,}, once per image, condition and seed for every model, and "
+        f"region extractions {total['region_extractions']:,}, once per image a model reading regions is "
+        "shown (batches: a local model's forward batches; requests: a served model's; judged: answers "
+        "sent to a judge)"
     )
     return table
 
