@@ -1,5 +1,6 @@
 """benchmarks/paper_layout.py: synthetic data in configs/paper.yaml's layout, at a tiny scale. The files
-are what the official formats hold (counted here by reading them, not through the loaders), the dry run
+are what the official formats hold (counted here by reading them, not through the loaders), every image
+file they name is there and decodes (`argus datasets --check`), the dry run
 of the paper config on them exits 0 and its plan and cost table give the counts worked out below by hand
 from the config, and writing is deterministic and idempotent.
 
@@ -104,6 +105,23 @@ def test_the_files_hold_the_scaled_counts_in_the_official_formats(layout: Path) 
     assert len(vcr) == _n(VCR_ITEMS) and len({r["img_fn"] for r in vcr}) == _n(VCR_IMAGES)
     assert all((layout / "vcr/vcr1images" / r["img_fn"]).is_file() for r in vcr)
     assert (layout / "vcr/train.jsonl").stat().st_size > 0
+
+
+def test_every_image_the_datasets_name_is_there_and_decodes(
+    layout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = yaml.safe_load(CONFIG.read_text()) | {"data_root": str(layout)}  # --check takes no --data-root
+    (tmp_path / "paper.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setattr(sys, "argv", ["argus", "datasets", "--check", str(tmp_path / "paper.yaml"), "--json"])
+    with pytest.raises(SystemExit) as ei:
+        main()
+    assert ei.value.code == 0
+    checked = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    files = {"COCO-5k": _n(COCO), "Flickr30k": _n(FLICKR), "VisualGenome": _n(VG)}
+    files |= {"CLEVR-val": _n(CLEVR_IMAGES), "VCR-val": _n(VCR_IMAGES)}
+    for name, n in files.items():
+        d = checked[name]
+        assert d["ok"] and (d["images"], d["missing"], d["corrupt"], d["skipped"]) == (n, [], [], 0), d
 
 
 def _dry_run(
