@@ -16,6 +16,15 @@ harness hides behind the model. `--quick` uses 1/10 of every size (a minute or t
 
 Targets (issue 37): harness <= 0.5 ms per record on each task, peak RSS <= 4 GB, every phase's
 exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total sleep.
+
+Without --sleep-ms it keeps, per task, the wall of its largest run over its records (ms per record)
+in ~/.cache/argus-eval/harness_cost.json, with this machine's processor and core count
+(runner/harness_cost.py). `argus run --dry-run` multiplies each task's planned records by it: its
+estimate for a run of this benchmark's shape (clean retrieval on the 5,000 COCO-like images, the null
+model) is that run's wall by construction, and for another plan the same figures scaled by its records
+(clean inputs only: corrupting images or perturbing texts is not in them). To see that estimate for the
+paper's plan without its data: benchmarks/paper_layout.py writes the paper's layout, and docs/gpu.md
+(section 4) gives the dry run. The data writers are those of benchmarks/synthetic_sets.py.
 """
 
 from __future__ import annotations
@@ -34,34 +43,12 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np
+from synthetic_sets import write_clevr as write_clevr_folder
+from synthetic_sets import write_karpathy
 
 COCO_IMAGES = 5000
 CLEVR_QUESTIONS = 150_000
 QUESTIONS_PER_IMAGE = 10
-WORDS = [
-    "a",
-    "man",
-    "woman",
-    "dog",
-    "cat",
-    "red",
-    "blue",
-    "green",
-    "small",
-    "large",
-    "cube",
-    "ball",
-    "table",
-    "street",
-    "car",
-    "tree",
-    "sits",
-    "on",
-    "near",
-]
-COLORS = ["red", "blue", "green", "gray", "brown", "purple", "cyan", "yellow"]
-SHAPES = ["cube", "sphere", "cylinder"]
 
 
 def default_cache() -> Path:
@@ -70,98 +57,23 @@ def default_cache() -> Path:
     return Path(base) / "argus-eval" / "bench_scale"
 
 
-def _caption(rng: np.random.Generator) -> str:
-    return " ".join(rng.choice(WORDS, size=int(rng.integers(6, 13)))) + "."
-
-
 def write_coco(root: Path, n: int) -> None:
     """n JPEG images at 640x480 (smooth gradients with noise, as photos compress) and a Karpathy file."""
-    from PIL import Image
-
     done = root / "done"
     if done.exists() and done.read_text() == str(n):
         return
-    (root / "images").mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    yy, xx = np.mgrid[0:480, 0:640].astype(np.float32)
-    images = []
-    for i in range(n):
-        a, b, c = rng.uniform(0, 1, 3)
-        base = np.stack([xx * a / 2.5, yy * b / 1.9, (xx + yy) * c / 4.4], axis=2)
-        noise = rng.integers(0, 24, (480, 640, 3), dtype=np.uint8)
-        px = (base % 232).astype(np.uint8) + noise
-        name = f"COCO_val2014_{i:012d}.jpg"
-        Image.fromarray(px).save(root / "images" / name, quality=85)
-        sentences = [{"raw": _caption(rng), "sentid": 5 * i + j} for j in range(5)]
-        images.append(
-            {"filepath": "", "filename": name, "cocoid": i, "split": "test", "sentences": sentences}
-        )
-    (root / "dataset_coco.json").write_text(json.dumps({"images": images, "dataset": "coco"}))
+    write_karpathy(
+        root / "dataset_coco.json", root / "images", n, name=lambda i: f"COCO_val2014_{i:012d}.jpg"
+    )
     done.write_text(str(n))
-
-
-def _question(rng: np.random.Generator) -> tuple[str, str, list[dict[str, Any]]]:
-    """A CLEVR-like question, its answer and its program (count, exist or query_color)."""
-    color, shape = rng.choice(COLORS), rng.choice(SHAPES)
-    filt = [
-        {"function": "scene", "inputs": [], "value_inputs": []},
-        {"function": "filter_color", "inputs": [0], "value_inputs": [color]},
-        {"function": "filter_shape", "inputs": [1], "value_inputs": [shape]},
-    ]
-    kind = int(rng.integers(0, 3))
-    if kind == 0:
-        prog = [*filt, {"function": "count", "inputs": [2], "value_inputs": []}]
-        return f"How many {color} {shape}s are there?", str(int(rng.integers(0, 4))), prog
-    if kind == 1:
-        prog = [*filt, {"function": "exist", "inputs": [2], "value_inputs": []}]
-        return f"Are there any {color} {shape}s?", str(rng.choice(["yes", "no"])), prog
-    prog = [*filt[:1], {"function": "filter_shape", "inputs": [0], "value_inputs": [shape]}]
-    prog += [{"function": "unique", "inputs": [1], "value_inputs": []}]
-    prog += [{"function": "query_color", "inputs": [2], "value_inputs": []}]
-    return f"What color is the {shape}?", str(rng.choice(COLORS)), prog
 
 
 def write_clevr(root: Path, n_questions: int) -> None:
     """n_questions/10 PNG images at 480x320 (flat shapes on grey, as CLEVR renders) and a questions file."""
-    from PIL import Image, ImageDraw
-
     done = root / "done"
     if done.exists() and done.read_text() == str(n_questions):
         return
-    n_images = n_questions // QUESTIONS_PER_IMAGE
-    folder = root / "images" / "val"
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(1)
-    questions: list[dict[str, Any]] = []
-    for i in range(n_images):
-        im = Image.new("RGB", (480, 320), (128, 128, 128))
-        draw = ImageDraw.Draw(im)
-        for _ in range(int(rng.integers(3, 8))):
-            x, y = int(rng.integers(0, 440)), int(rng.integers(0, 280))
-            fill = tuple(int(v) for v in rng.integers(0, 256, 3))
-            draw.ellipse((x, y, x + 40, y + 40), fill=fill) if rng.random() < 0.5 else draw.rectangle(
-                (x, y, x + 40, y + 40), fill=fill
-            )
-        name = f"CLEVR_val_{i:06d}.png"
-        im.save(folder / name, compress_level=1)
-        for _ in range(QUESTIONS_PER_IMAGE):
-            text, answer, program = _question(rng)
-            questions.append(
-                {
-                    "question_index": len(questions),
-                    "image_index": i,
-                    "image_filename": name,
-                    "split": "val",
-                    "question": text,
-                    "answer": answer,
-                    "program": program,
-                }
-            )
-    (root / "questions").mkdir(exist_ok=True)
-    info = {"split": "val", "version": "1.0"}
-    (root / "questions" / "CLEVR_val_questions.json").write_text(
-        json.dumps({"info": info, "questions": questions})
-    )
+    write_clevr_folder(root, n_questions // QUESTIONS_PER_IMAGE, n_questions)
     done.write_text(str(n_questions))
 
 

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import pytest
+
+from argus_eval.models.spec import ModelConfig
+from argus_eval.runner import dryrun
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.dryrun import describe_plan
+from argus_eval.runner.dryrun_cost import RunCost
+from argus_eval.runner.plan import Cell
 
 
-def test_served_requests_local_batches_and_clean_only_corruptions(tmp_path: Path) -> None:
-    cfg = {
+def _config(tmp_path: Path) -> dict[str, object]:
+    return {
         "name": "cost",
         "seed": 0,
         "cache_dir": str(tmp_path / "cache"),
@@ -34,11 +41,42 @@ def test_served_requests_local_batches_and_clean_only_corruptions(tmp_path: Path
         "scoring": {"resamples": 20},
         "efficiency": {"enabled": False},
     }
-    cost = describe_plan(parse_config(cfg, "t"))[3].to_json()
+
+
+def test_served_requests_local_batches_and_clean_only_corruptions(tmp_path: Path) -> None:
+    cost = describe_plan(parse_config(_config(tmp_path), "t"))[3].to_json()
     served, local = cost["models"]["served"], cost["models"]["local"]
     assert served == {"records": 24, "batches": 0, "requests": 24, "judged": 0}  # 12 questions x 2 conditions
     assert local == {"records": 24, "batches": 2 * math.ceil(12 / 5), "requests": 0, "judged": 0}
     assert cost["total"]["corruptions"] == 0  # a text perturbation shows the image as it is
+
+
+def test_a_model_is_asked_whether_it_reads_regions_once_per_cell_not_per_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a paper-sized plan holds millions of samples in its cells: per-sample questions took minutes
+    asked: list[str] = []
+    planned: list[Cell] = []
+    real = dryrun.run_cost
+
+    def counting(
+        cells: Iterable[Cell],
+        served: Callable[[ModelConfig], bool],
+        judged: set[str],
+        reads_regions: Callable[[ModelConfig], bool],
+    ) -> RunCost:
+        planned.extend(cells)
+
+        def reads(m: ModelConfig) -> bool:
+            asked.append(m.name)
+            return reads_regions(m)
+
+        return real(planned, served, judged, reads)
+
+    monkeypatch.setattr(dryrun, "run_cost", counting)
+    describe_plan(parse_config(_config(tmp_path), "t"))
+    assert len(asked) == len(planned) == 4  # 2 models x 2 conditions
+    assert sum(len(c.samples) for c in planned) == 4 * 12
 
 
 def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tmp_path: Path) -> None:
@@ -60,3 +98,12 @@ def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tm
     assert estimate({"reasoning": 10}, path) is None
     path.write_text("{not json")
     assert estimate({"reasoning": 10}, path) is None
+
+
+def test_the_estimate_reads_in_seconds_minutes_or_hours() -> None:
+    from argus_eval.commands.run_cmd import estimate_line
+    from argus_eval.runner.harness_cost import HarnessEstimate
+
+    # a run of bench_scale's size takes seconds: it must not read as "0.0 min"
+    lines = [estimate_line(HarnessEstimate(s, {}, "bench_scale (test)")) for s in (2.54, 600.0, 5400.0)]
+    assert [line.split(": ", 1)[1].split(",")[0] for line in lines] == ["2.5 s", "10.0 min", "1.5 h"]

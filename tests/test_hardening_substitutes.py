@@ -7,6 +7,7 @@ from pathlib import Path
 
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
+from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
 from hardening_fixtures import karpathy_config, write_image
 
@@ -32,8 +33,11 @@ def test_cells_a_substitute_cannot_serve_are_left_out_and_named(tmp_path: Path) 
     cfg = karpathy_config(tmp_path / "data")  # a dual encoder; the Karpathy set has no caption bank
     cfg["datasets"].append(_vqa(tmp_path / "data"))
     cfg["tasks"] = ["retrieval", "captioning", "reasoning"]
+    planned = describe_plan(parse_config(cfg, "test"))  # the dry run leaves out the same cells first
     out = run(parse_config(cfg, "test"), tmp_path / "out", quiet=True)
     left = {(s["task"], s.get("dataset")): s["reason"] for s in out.plan.skipped}
+    assert sorted(map(str, planned[1])) == sorted(map(str, out.plan.skipped))
+    assert {(r["task"], r["dataset"]) for r in planned[0]} == {("retrieval", "k3")}
     assert "no caption bank" in left[("captioning", "k3")]
     assert "gives question q/0 no candidate answers" in left[("reasoning", "vqa")]
     ran = {(c.task.name, c.dataset.name) for c in out.plan.cells}

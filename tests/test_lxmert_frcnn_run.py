@@ -22,6 +22,7 @@ from argus_eval.models.regions import RegionBatch, save_npz
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.store import Store
 from argus_eval.testing.tiny_frcnn import build_detector_dir
@@ -112,6 +113,23 @@ def test_every_condition_is_answered_from_its_own_pixels_and_regions_are_cached(
     again = run(more, tmp_path / "out", quiet=True)
     assert again.stats.records_written == 6 and sum(detected) == 0
     assert {c.condition for c in again.results.cells} >= {"text:typos@2"}
+
+
+def test_the_dry_run_counts_the_region_extractions_a_run_makes(
+    tmp_path: Path, detector: Path, detected: list[int]
+) -> None:
+    # a text perturbation shows the clean image and a swap another sample's clean image: the regions the
+    # clean condition extracted serve both, so only the brightened copies are detected besides
+    conditions = [
+        {"image": "brightness", "severity": 2},
+        {"control": "swap"},
+        {"text": "typos", "severity": 2},
+    ]
+    cfg = parse_config(_config(tmp_path / "cache", detector, conditions), "t")
+    cost = describe_plan(cfg)[3].to_json()["total"]
+    out = run(cfg, tmp_path / "out", quiet=True)
+    assert out.stats.records_written == 6 * 4
+    assert cost["region_extractions"] == sum(detected) == 3 + 3  # 3 clean images, 3 brightened
 
 
 def test_fewer_regions_than_asked_are_padded_masked_and_counted(

@@ -232,11 +232,22 @@ def cost_table(cost: RunCost) -> Table:
     total = data["total"]
     table.add_row("all", *(f"{total[c]:,}" for c in cols), end_section=True)
     table.caption = (
-        f"corruptions {total['corruptions']:,} and region extractions {total['region_extractions']:,}, "
-        "each once per image, condition and seed for every model (batches: a local model's forward "
-        "batches; requests: a served model's; judged: answers sent to a judge)"
+        f"corruptions {total['corruptions']:,}, once per image, condition and seed for every model, and "
+        f"region extractions {total['region_extractions']:,}, once per image a model reading regions is "
+        "shown (batches: a local model's forward batches; requests: a served model's; judged: answers "
+        "sent to a judge)"
     )
     return table
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a person reads them: seconds up to 90, then minutes up to 90, then hours (so that a
+    run as small as bench_scale's reads as more than "0.0 min")."""
+    if seconds < 90:
+        return f"{seconds:.1f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def estimate_line(found: HarnessEstimate | None) -> str:
@@ -248,7 +259,7 @@ def estimate_line(found: HarnessEstimate | None) -> str:
         )
     left = f"; not covered: {found.uncovered}" if found.uncovered else ""
     return (
-        f"estimate (harness only, this machine): {found.seconds / 60:.1f} min, from the harness cost per "
+        f"estimate (harness only, this machine): {duration(found.seconds)}, from the harness cost per "
         f"record that {found.how} measured; each model's forward time comes on top (`argus profile` "
         f"measures it){left}"
     )

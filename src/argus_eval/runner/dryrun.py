@@ -16,7 +16,7 @@ from argus_eval.runner.baselines import baseline_rows
 from argus_eval.runner.config import RunSpec
 from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.dryrun_cost import RunCost, run_cost
-from argus_eval.runner.plan import build_plan
+from argus_eval.runner.plan import Plan, build_plan
 from argus_eval.tasks.registry import make_tasks
 
 
@@ -60,6 +60,22 @@ def _tasks_of(checkpoint: ModelConfig, models: Sequence[ModelConfig]) -> dict[st
     return {}
 
 
+def leave_out_lacking(plan: Plan) -> None:
+    """Leave out, naming why, the cells the run would leave out on meeting them: those whose protocol
+    gets no input from their dataset (ProtocolChoice.lacks: a caption bank, candidate answers)."""
+    asked: dict[tuple[int, str, int, str], str | None] = {}  # a row's conditions share its samples
+    for c in list(plan.cells):
+        lacks = c.protocol.lacks
+        if lacks is None:
+            continue
+        key = (id(c.protocol), c.dataset.name, id(c.samples), c.model.name)
+        if key not in asked:
+            asked[key] = lacks(c.dataset, c.samples, c.model.name)
+        why = asked[key]
+        if why is not None:
+            plan.leave_out(c, why)
+
+
 def describe_plan(
     cfg: RunSpec,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]], RunCost]:
@@ -87,6 +103,7 @@ def describe_plan(
     plan = build_plan(
         cfg.models, lambda m: "-", info, tasks, datasets, conditions, helper_infos=_declared_info
     )
+    leave_out_lacking(plan)
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in plan.cells:
         key = (c.model.name, c.task.name, c.dataset.name)

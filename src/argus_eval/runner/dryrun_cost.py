@@ -1,7 +1,9 @@
 """What a planned run will cost, counted before it runs (`argus run --dry-run`): per model and in all,
-the records it writes, the batches a local model runs, the requests a served model is sent, the
-corruptions and region extractions made (once per image, condition and seed, for every model of the
-run: the perturbed-image store shares them) and the judge calls. Counts, not times: the wall time of a
+the records it writes, the batches a local model runs, the requests a served model is sent, the judge
+calls, the corruptions made (once per image, condition and seed for every model of the run: the
+perturbed-image store shares them) and the region extractions (once per model and pixels shown: a
+condition that shows a clean image, as a text perturbation or a swap does, adds none; a blank counts one
+per image file, where images of one size share one in a run). Counts, not times: the wall time of a
 run depends on the models, which a dry run does not load.
 """
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus_eval.models.spec import ModelConfig
+from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.plan import Cell
 
 
@@ -72,16 +75,24 @@ def run_cost(
             mc.batches += math.ceil(n / c.model.batch_size) if n else 0
         if c.task.name in judged_tasks:
             mc.judged += n
+        # asked once per cell, not per sample: a paper-sized plan has millions of samples in its cells
+        perturbed, regioned = c.condition.shows_perturbed_image, reads_regions(c.model)
+        if not (perturbed or regioned):
+            continue
+        seeded, cond, key = c.condition.uses_seed, c.condition.id, c.model.load_key()
+        # Regions are cached by the pixels they come from (models/feature_cache.py): a condition that
+        # leaves the image as it is (clean, a text perturbation) or shows another clean image of the
+        # cell (a swap) reads the clean image's regions, extracted once under the clean condition.
+        new_pixels = "image" in c.condition.behaviour.changes and not c.condition.needs_partner
         for s in c.samples:
             if s.image is None:
                 continue
             # a seed-blind corruption is one image per file; a seeded one differs per sample
-            seed = s.sample_id if c.condition.uses_seed else ""
-            shown = (c.dataset.name, s.image, c.condition.id, seed)
-            if c.condition.shows_perturbed_image:
+            shown = (c.dataset.name, s.image, cond, s.sample_id if seeded else "")
+            if perturbed:
                 corrupted.add(shown)
-            if reads_regions(c.model):
-                regions.add((*shown, c.model.load_key()))
+            if regioned:
+                regions.add((*(shown if new_pixels else (c.dataset.name, s.image, CLEAN.id, "")), key))
     cost.corruptions = len(corrupted)
     cost.region_extractions = len(regions)
     return cost

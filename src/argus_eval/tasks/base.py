@@ -93,6 +93,10 @@ class ProtocolChoice(ABC):
     cost: Callable[[Sequence[Sample]], int] = len
     # Other models it calls (a first stage); run() gets them loaded, in this order.
     helpers: tuple[Helper, ...] = ()
+    # Why a cell of these samples of this dataset gets no input from it, for the named model (a
+    # substitute needing what the dataset lacks), or None. run() raises it as a CapabilityError and the
+    # run leaves the cell out when it meets it; the dry run asks it first, to leave out the same cells.
+    lacks: Callable[[Dataset, Sequence[Sample], str], str | None] | None = None
 
     def offered_by(self, info: ModelInfo) -> bool:
         """Whether a model declaring info's capabilities can serve this protocol."""
@@ -148,6 +152,7 @@ def via(
     description: str,
     native: bool = True,
     cost: Callable[[Sequence[Sample]], int] = len,
+    lacks: Callable[[Dataset, Sequence[Sample], str], str | None] | None = None,
 ) -> TaskProtocol[Cap]:
     """A protocol that needs one capability and calls answer with the model bound to its interface."""
     return TaskProtocol(
@@ -158,6 +163,7 @@ def via(
         cost=cost,
         offers=offers,
         answer=answer,
+        lacks=lacks,
     )
 
 

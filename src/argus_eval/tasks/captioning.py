@@ -94,7 +94,7 @@ class CaptioningTask(Task):
                 "greedy caption continuing the caption prefix"),
             via(EMBED, embeds, self._nearest_caption, "caption-by-retrieval",
                 "best caption of the training-split caption bank by image-text embedding similarity",
-                native=False),
+                native=False, lacks=_no_caption_bank),
         ]  # fmt: skip
 
     def _metrics(self) -> list[str]:
@@ -118,11 +118,9 @@ class CaptioningTask(Task):
         self, model: Embedder, info: ModelInfo, batch: Sequence[Prepared], dataset: Dataset
     ) -> list[Record]:
         """The caption bank's entry nearest each image."""
-        if not dataset.caption_bank:
-            raise CapabilityError(
-                f"dataset {dataset.name!r} has no caption bank (training-split captions), which "
-                f"caption-by-retrieval needs for model {info.name!r}"
-            )
+        why = _no_caption_bank(dataset, [p.sample for p in batch], info.name)
+        if why is not None:
+            raise CapabilityError(why)
         key = (info.fingerprint, dataset.fingerprint)
         if key not in self._bank_cache:
             chunks = [
@@ -209,6 +207,16 @@ def _corpus(
         s.sample_id: str((records[s.sample_id].output or {}).get("caption", "")) for s in kept
     }
     return cands, {s.sample_id: list(s.texts) for s in kept}
+
+
+def _no_caption_bank(dataset: Dataset, samples: Sequence[Sample], model: str) -> str | None:
+    """Why caption-by-retrieval gets nothing from dataset for model (no caption bank), or None."""
+    if dataset.caption_bank:
+        return None
+    return (
+        f"dataset {dataset.name!r} has no caption bank (training-split captions), which "
+        f"caption-by-retrieval needs for model {model!r}"
+    )
 
 
 def _captions(batch: Sequence[Prepared], captions: Sequence[str]) -> list[Record]:

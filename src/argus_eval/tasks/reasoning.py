@@ -127,9 +127,11 @@ class ReasoningTask(Task):
             via(CLASSIFY, classifies, self._classify, "classify", "argmax of the model's answer head"),
             via(GENERATE, generates, self._generate, "generate",
                 "greedy short answer (letter for multiple choice)"),
-            via(CHOOSE, chooses, self._choose, "choose", "highest log-likelihood candidate answer"),
+            via(CHOOSE, chooses, self._choose, "choose", "highest log-likelihood candidate answer",
+                lacks=_no_candidates),
             via(EMBED, embeds, self._embed_statements, "embed-statements",
-                "candidate answers as statements, best image-text similarity", native=False),
+                "candidate answers as statements, best image-text similarity", native=False,
+                lacks=_no_candidates),
         ]  # fmt: skip
 
     def _classify(
@@ -312,14 +314,22 @@ def _letter_to_choice(text: str, choices: Sequence[str]) -> str:
     return text.strip()
 
 
+def _no_candidates(dataset: Dataset, samples: Sequence[Sample], model: str = "") -> str | None:
+    """Why choosing among answers gets nothing from these questions: the first without candidate
+    answers (no choices and no closed answer vocabulary, as with open-ended VQA), or None."""
+    for s in samples:
+        if not _candidates(s, dataset):
+            return (
+                f"dataset {dataset.name!r} gives question {s.sample_id} no candidate answers (no choices "
+                "and no closed answer vocabulary), which choosing among answers needs"
+            )
+    return None
+
+
 def _choosable(batch: Sequence[Prepared], dataset: Dataset) -> list[tuple[str, ...]]:
     """The candidate answers of each question; CapabilityError (the cell is left out and named) when a
-    question has none, as with open-ended VQA and no closed answer vocabulary."""
-    options = [_candidates(p.sample, dataset) for p in batch]
-    bare = [p.sample.sample_id for p, o in zip(batch, options, strict=True) if not o]
-    if bare:
-        raise CapabilityError(
-            f"dataset {dataset.name!r} gives question {bare[0]} no candidate answers (no choices and no "
-            "closed answer vocabulary), which choosing among answers needs"
-        )
-    return options
+    question has none (_no_candidates)."""
+    why = _no_candidates(dataset, [p.sample for p in batch])
+    if why is not None:
+        raise CapabilityError(why)
+    return [_candidates(p.sample, dataset) for p in batch]
