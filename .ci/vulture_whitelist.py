@@ -138,3 +138,4 @@ object_class  # unused variable (src/argus_eval/models/options.py: a pydantic fi
 _.handle_starttag  # unused method (tests/test_python_entry.py: html.parser calls it)
 _.handle_data  # unused method (tests/test_python_entry.py: html.parser calls it)
 _.handle_endtag  # unused method (tests/test_python_entry.py: html.parser calls it)
+pytest_collection_modifyitems  # unused function (tests/conftest.py: a pytest hook, marks the slow lane)

@@ -391,3 +391,20 @@ def test_profile_names_why_the_model_could_not_load(
     (tmp_path / "half" / "config.json").write_text('{"model_type": "clip"}')
     line = _cli(["profile", "--model", f"hf:{tmp_path / 'half'}"], monkeypatch, capsys)
     assert "has no weight files" in line and "--size-only" in line
+
+
+def test_a_first_stage_that_cannot_load_names_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two-stage retrieval whose first stage cannot load: the loader's reason reaches the one line (it
+    said 'cannot be loaded (named above)' with nothing named above)."""
+    gone = tmp_path / "gone"
+    cfg = tiny_config(tmp_path / "cache", tasks=["retrieval"])
+    cfg["models"] = [{"name": "gemma", "spec": "zoo:gemma3", "device": "cpu"}]
+    cfg["tasks"] = [{"name": "retrieval", "shortlist": 2, "first_stage": f"hf:{gone}"}]
+    path = _write(tmp_path, cfg)
+    line = _cli(["run", "-c", str(path), "--out", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
+    assert line == (
+        f"error: retrieval option first_stage='hf:{gone}' cannot be loaded: model 'hf:{gone}': "
+        f"directory {gone} does not exist"
+    )

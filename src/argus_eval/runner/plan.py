@@ -130,11 +130,13 @@ def helper_configs(
     task: Task,
     protocol: ProtocolChoice,
     infos: Callable[[ModelConfig], ModelInfo | None],
+    unavailable: Mapping[str, str] | None = None,
 ) -> tuple[ModelConfig, ...]:
     """The models a protocol calls besides model (its helpers), as configs loaded on model's device.
 
-    ConfigError naming the task option when one cannot be loaded or does not offer what the protocol
-    calls on it: checked here, when the plan is built, before any model call."""
+    ConfigError naming the task option when one cannot be loaded (with why: infos None means the
+    caller recorded the reason in unavailable, by load key) or does not offer what the protocol calls
+    on it: checked here, when the plan is built, before any model call."""
     out: list[ModelConfig] = []
     for h in protocol.helpers:
         shown = redact_text(h.spec)  # the name travels into messages and the store
@@ -147,7 +149,8 @@ def helper_configs(
         except ArgusError as e:
             raise ConfigError(f"{where} cannot be loaded: {e}") from None
         if info is None:
-            raise ConfigError(f"{where} cannot be loaded (named above)")
+            why = (unavailable or {}).get(cfg.load_key(), "its loader gave no reason")
+            raise ConfigError(f"{where} cannot be loaded: {why}")
         if h.needs not in info.capabilities:
             offered = ", ".join(sorted(info.capabilities)) or "nothing"
             raise ConfigError(f"{where} offers {offered}, not {h.needs}; {h.fix}")
@@ -227,7 +230,7 @@ def build_plan(
                 plan.skipped.append({"model": row.name, "task": task.name, "reason": str(e)})
                 continue
             fp = fingerprint(model)
-            helpers = helper_configs(model, task, protocol, helper_infos or infos)
+            helpers = helper_configs(model, task, protocol, helper_infos or infos, unavailable)
             helper_fps = tuple(fingerprint(h) for h in helpers)
             for ds in datasets:
                 samples = task.select(ds)
