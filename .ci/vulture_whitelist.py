@@ -139,3 +139,4 @@ _.handle_starttag  # unused method (tests/test_python_entry.py: html.parser call
 _.handle_data  # unused method (tests/test_python_entry.py: html.parser calls it)
 _.handle_endtag  # unused method (tests/test_python_entry.py: html.parser calls it)
 pytest_collection_modifyitems  # unused function (tests/conftest.py: a pytest hook, marks the slow lane)
+pytest_plugins  # unused variable (tests/conftest.py: pytest reads it, loads tests/frcnn_fixtures.py)

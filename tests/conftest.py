@@ -11,6 +11,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # after the environment above, which must come before any other import
 
+pytest_plugins = ["frcnn_fixtures"]  # fixtures shared by the frcnn run tests (detector, detected)
+
 # The slow lane: modules whose tests took 3 s or more in all (`pytest --durations=0` of the full suite on
 # a 2-core machine; Ray clusters, METEOR JVMs, served models, the zoo's batch invariance, browsers). They
 # carry the `slow` marker, so `pytest -m "not slow"` is the quick lane (every wing still has tests

@@ -8,40 +8,16 @@ import io
 import json
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
-from argus_eval.data.images import ImageArray
-from argus_eval.models.frcnn.provider import FrcnnRegionFeatures
-from argus_eval.models.regions import RegionBatch
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.seal import seal, unseal
-from argus_eval.testing.tiny_frcnn import build_detector_dir
 from model_fixtures import tiny_dir
-
-
-@pytest.fixture(scope="module")
-def detector(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_detector_dir(tmp_path_factory.mktemp("frcnn") / "det")
-
-
-@pytest.fixture
-def detected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """How many images the detector runs on, call by call."""
-    calls: list[int] = []
-    original = FrcnnRegionFeatures.regions
-
-    def counting(self: FrcnnRegionFeatures, images: Sequence[ImageArray]) -> RegionBatch:
-        calls.append(len(images))
-        return original(self, images)
-
-    monkeypatch.setattr(FrcnnRegionFeatures, "regions", counting)
-    yield calls
 
 
 def _config(cache: Path, detector: Path, perturbations: list[dict[str, Any]]) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,11 @@ import numpy as np
 import pytest
 
 from argus_eval.cli import main
-from argus_eval.data.images import ImageArray, load_image
+from argus_eval.data.images import load_image
 from argus_eval.data.paths import image_inside_root
 from argus_eval.models.frcnn.provider import FrcnnRegionFeatures
 from argus_eval.models.loading import load_model, model_fingerprint
-from argus_eval.models.regions import RegionBatch, save_npz
+from argus_eval.models.regions import save_npz
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.datasets import load_datasets
@@ -29,25 +28,6 @@ from argus_eval.testing.tiny_frcnn import build_detector_dir
 from model_fixtures import tiny_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def detector(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_detector_dir(tmp_path_factory.mktemp("frcnn") / "det")
-
-
-@pytest.fixture
-def detected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """How many images the detector runs on, call by call."""
-    calls: list[int] = []
-    original = FrcnnRegionFeatures.regions
-
-    def counting(self: FrcnnRegionFeatures, images: Sequence[ImageArray]) -> RegionBatch:
-        calls.append(len(images))
-        return original(self, images)
-
-    monkeypatch.setattr(FrcnnRegionFeatures, "regions", counting)
-    yield calls
 
 
 def _config(

@@ -7,18 +7,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from argus_eval.cli import main
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.datasets import moved_data_hint
 from argus_eval.runner.pipeline import run
 from hardening_fixtures import karpathy_dataset
+from pipeline_fixtures import cli
 
 
 def _config(root: Path) -> dict[str, Any]:
@@ -67,16 +66,6 @@ def test_a_copied_run_and_its_data_rerun_with_no_model_call(tmp_path: Path) -> N
     assert (b / "out" / "samples.jsonl").read_text().replace(str(b), "ROOT") == lines_a
 
 
-def _run_cli(
-    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["argus", *argv])
-    with pytest.raises(SystemExit) as ei:
-        main()
-    code = ei.value.code
-    return (code if isinstance(code, int) else 0), capsys.readouterr().err
-
-
 def test_data_moved_from_its_root_is_one_line_naming_the_file_and_the_data_root_to_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,11 +81,11 @@ def test_data_moved_from_its_root_is_one_line_naming_the_file_and_the_data_root_
     path = tmp_path / "run.yaml"
     path.write_text(json.dumps(cfg), encoding="utf-8")
     argv = ["run", "-c", str(path), "--dry-run"]
-    assert _run_cli(argv, monkeypatch, capsys)[0] == 0
+    assert cli(argv, monkeypatch, capsys)[0] == 0
     new.parent.mkdir(parents=True)
     shutil.move(old, new)
 
-    code, err = _run_cli(argv, monkeypatch, capsys)
+    code, err = cli(argv, monkeypatch, capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     words = " ".join(lines[0].split())
@@ -106,7 +95,7 @@ def test_data_moved_from_its_root_is_one_line_naming_the_file_and_the_data_root_
         "--data-root DIR, the folder where DIR/karpathy/dataset_coco.json is"
     )
     # the hint's fix works
-    assert _run_cli([*argv, "--data-root", str(new)], monkeypatch, capsys)[0] == 0
+    assert cli([*argv, "--data-root", str(new)], monkeypatch, capsys)[0] == 0
 
 
 def test_the_hint_for_paths_outside_any_data_root() -> None:
