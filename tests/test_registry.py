@@ -5,6 +5,7 @@ every registry while it runs, and only then."""
 from __future__ import annotations
 
 import sys
+import types
 from importlib import metadata
 from pathlib import Path
 
@@ -129,3 +130,34 @@ def test_a_plugins_own_message_is_one_line_and_bounded(
     assert "\n" not in line and "it cannot be imported (ValueError: x x x" in line
     assert len(line) < 600  # 5,000 lines of the plugin's own cut to 240 characters
     assert "loud_plugin" not in sys.modules  # a failed import leaves nothing behind
+
+
+def test_a_plugin_loaded_during_a_run_may_register_its_own_name_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin module that registers itself as it is imported still loads while a run has the registry
+    frozen (its name was there already); registering any other name from it is refused."""
+    holder = types.ModuleType("shape_holder")
+    shapes: Registry[type[Shape]] = Registry("shape", entry_point_group="argus_eval.test_shapes", base=Shape)
+    holder.SHAPES = shapes  # type: ignore[attr-defined]
+    holder.Shape = Shape  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "shape_holder", holder)
+    (tmp_path / "self_shape.py").write_text(
+        "from shape_holder import SHAPES, Shape\nclass Own(Shape):\n    pass\nSHAPES.register('own', Own)\n"
+    )
+    (tmp_path / "greedy_shape.py").write_text(
+        "from shape_holder import SHAPES, Shape\n"
+        "class Greedy(Shape):\n    pass\n"
+        "SHAPES.register('other', Greedy)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _plugins(monkeypatch, "argus_eval.test_shapes", own="self_shape:Own", greedy="greedy_shape:Greedy")
+    with Registry.frozen_for_run():
+        assert shapes.get("own").__name__ == "Own"
+        with pytest.raises(
+            PluginError, match=r"cannot be imported \(RegistryError: shape registry is frozen"
+        ):
+            shapes.get("greedy")
+    assert shapes.names() == ["greedy", "own"]
+    sys.modules.pop("self_shape", None)
+    sys.modules.pop("greedy_shape", None)

@@ -240,7 +240,8 @@ class Registry(Generic[T]):
         return deco
 
     def _add(self, name: str, obj: T | str) -> None:
-        if name in self._entries and self._entries[name] is not obj:
+        held = self._entries.get(name, self._cache.get(name))  # a loaded plugin holds its name too
+        if held is not None and held is not obj:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._refuse_if_frozen(name)
         # a lazy "module:attr" entry is checked when it is imported
