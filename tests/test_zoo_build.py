@@ -24,8 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from argus_eval.models import zoo_store
 from argus_eval.zoo import catalog, measure
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.recipes import RECIPES
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 
 SHIPPED = zoo_store.CHECKPOINTS / "lxmert"
 

@@ -384,13 +384,9 @@ def main() -> None:
     ArgusError and an unusable file or folder (OSError: disk full, permission, read-only, name too
     long) exit 2; a usage error exits 2 with click's message on one line; Ctrl-C exits 130 saying how
     to resume. A run on Ray is supervised (commands/supervise.py), so that a driver Ray ends abruptly
-    still ends with one error line. A run freezes, once planned, the registries whose plugins it loaded
-    (``Registry.freeze_loaded``), so the names it chooses among cannot change while it runs."""
-    from argus_eval.registry import Registry
-
+    still ends with one error line."""
     try:
-        with Registry.freezing():
-            _main()
+        _main()
     except Exception:  # a traceback (--debug, or a bug) is this process's own end too
         from argus_eval.runner.ray_loss import note_exit
 

@@ -13,9 +13,11 @@ built-in, two distributions claim the same name) is one PluginError naming the d
 and the entry point, raised to the run that named it alone; ``plugin_statuses`` loads every entry point
 for a listing (``argus models``) and reports each problem instead of raising.
 
-``freeze`` reads the entry points and makes the registry read-only; under the console command a planned
-run freezes every registry whose plugins it read (``freeze_loaded``), so nothing changes the names it
-chooses among while it runs (a named plugin still loads then: its name was there already).
+Every registry has a base type (``base``, required), and an ``admit`` function may turn an entry into
+what it holds. ``freeze`` reads the entry points and makes the registry read-only; a run freezes every
+registry while it runs (``frozen_for_run``, nest-safe), so nothing changes the names it chooses among (a
+named plugin still loads then: its name was there already). A lookup never writes to the registrations:
+an imported lazy entry or a loaded plugin is kept in a cache beside them.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 from weakref import WeakSet
 
 from argus_eval.errors import ArgusError, PluginError, RegistryError, UnknownNameError
 
 T = TypeVar("T")
+# The base type of a registry of functions (or classes called as one): what is callable.
+CALLABLE = cast(type, Callable)
 
 # What importing a plugin's module may raise. SystemExit too: a plugin that calls sys.exit while it
 # imports must not end the run with no word; Ctrl-C (KeyboardInterrupt) still interrupts.
@@ -131,9 +135,8 @@ def _module_of(entry: object) -> str:
 class Registry(Generic[T]):
     """A named mapping from string keys to objects, with lazy entries and entry-point plugins."""
 
-    # on while the console command runs (``freezing``): then a run freezes what it chose from
-    _freezing: ClassVar[bool] = False
     _every: ClassVar[WeakSet[Registry[Any]]] = WeakSet()
+    _runs: ClassVar[int] = 0  # how many runs are under way (a run inside a run: 2)
     _frozen_by_run: ClassVar[list[Registry[Any]]] = []
 
     def __init__(
@@ -141,17 +144,18 @@ class Registry(Generic[T]):
         kind: str,
         entry_point_group: str | None = None,
         *,
-        base: type | None = None,
+        base: type,
         admit: Callable[[str, Any], T] | None = None,
     ) -> None:
         self.kind = kind
-        self._entries: dict[str, T | str] = {}
+        self._entries: dict[str, T | str] = {}  # the registrations: objects or lazy "module:attr"
+        self._cache: dict[str, T] = {}  # imported lazy entries and loaded plugins, by name
         self._group = entry_point_group
         self._index: dict[str, list[metadata.EntryPoint]] | None = None  # read on first lookup
-        self._from_plugin: set[str] = set()  # entries that are loaded entry points
         self._base = base
         self._admit = admit
         self._frozen = False
+        self._loading: str | None = None  # the entry point being imported: its module may register it
         Registry._every.add(self)
 
     @property
@@ -164,35 +168,39 @@ class Registry(Generic[T]):
         """Every registry constructed so far that takes plugins, by group."""
         return sorted((r for r in cls._every if r._group is not None), key=lambda r: r._group or "")
 
+    @property
+    def base(self) -> type:
+        """The type every entry is (a class entry: a subclass of it)."""
+        return self._base
+
     @classmethod
     @contextmanager
-    def freezing(cls) -> Iterator[None]:
-        """Within it (the console command), ``freeze_loaded`` freezes; leaving it opens those registries
-        again, so a caller of the console command in-process (the tests) can still add to them."""
-        cls._freezing = True
+    def frozen_for_run(cls) -> Iterator[None]:
+        """Within it (``pipeline.run``), every registry is frozen; leaving the outermost one opens those it
+        froze again (a registry frozen before stays frozen), so a caller in-process (the tests) can still
+        add to them between runs. A registry constructed inside it (a module first imported by the run)
+        freezes at its first lookup, once its own module has registered its entries."""
+        if cls._runs == 0:
+            for registry in list(cls._every):
+                registry._freeze_for_run()
+        cls._runs += 1
         try:
             yield
         finally:
-            cls._freezing = False
-            for registry in cls._frozen_by_run:
-                registry._frozen = False
-            cls._frozen_by_run.clear()
+            cls._runs -= 1
+            if cls._runs == 0:
+                for registry in cls._frozen_by_run:
+                    registry._frozen = False
+                cls._frozen_by_run.clear()
 
-    @classmethod
-    def freeze_loaded(cls) -> None:
-        """Inside ``freezing``: freeze every registry that takes plugins and has read them. A run calls
-        it once it is planned (every built-in entry registered, every plugin it names loaded), so the
-        names it chooses among cannot change while it runs; elsewhere it does nothing."""
-        if not cls._freezing:
-            return
-        for registry in list(cls._every):
-            if registry._group is not None and registry._index is not None and not registry._frozen:
-                registry._frozen = True
-                cls._frozen_by_run.append(registry)
+    def _freeze_for_run(self) -> None:
+        if not self._frozen:
+            self.freeze()
+            Registry._frozen_by_run.append(self)
 
     def freeze(self) -> None:
         """Read the entry points, then refuse every later register or unregister (RegistryError)."""
-        self._plugins()
+        self._read_plugins()
         self._frozen = True
 
     @property
@@ -200,23 +208,23 @@ class Registry(Generic[T]):
         return self._frozen
 
     def _check(self, name: str, obj: object, origin: str) -> T:
-        """obj as the registry holds it: RegistryError unless an instance of the base type (a class
-        entry: a subclass of it), then through ``admit`` (which raises an ArgusError to refuse it)."""
+        """obj as the registry holds it: through ``admit`` (which raises an ArgusError naming what it
+        wants), then RegistryError unless an instance of the base type (a class entry: a subclass)."""
+        if self._admit is not None:
+            obj = self._admit(name, obj)
         base = self._base
-        if base is not None and not (
-            isinstance(obj, base) or (isinstance(obj, type) and issubclass(obj, base))
-        ):
+        if not (isinstance(obj, base) or (isinstance(obj, type) and issubclass(obj, base))):
             raise RegistryError(
                 f"{self.kind} {name!r} ({origin}) is a {type(obj).__name__}, not a {base.__name__}; "
                 f"register a {base.__name__} (see {base.__module__})"
             )
-        return self._admit(name, obj) if self._admit is not None else obj  # type: ignore[return-value]
+        return obj  # type: ignore[return-value]
 
     def _refuse_if_frozen(self, name: str) -> None:
-        if self._frozen:
+        if self._frozen and name != self._loading:
             raise RegistryError(
-                f"{self.kind} registry is frozen (its plugins are loaded): cannot change {name!r}; "
-                "register it before the run starts, or through its entry-point group"
+                f"{self.kind} registry is frozen (a run is under way, or it was frozen): cannot change "
+                f"{name!r}; register it before the run starts, or through its entry-point group"
                 + (f" {self._group}" if self._group else "")
             )
 
@@ -232,20 +240,27 @@ class Registry(Generic[T]):
         return deco
 
     def _add(self, name: str, obj: T | str) -> None:
-        if name in self._entries and self._entries[name] is not obj:
+        held = self._entries.get(name, self._cache.get(name))  # a loaded plugin holds its name too
+        if held is not None and held is not obj:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._refuse_if_frozen(name)
         # a lazy "module:attr" entry is checked when it is imported
         self._entries[name] = obj if isinstance(obj, str) else self._check(name, obj, "registered")
+        self._cache.pop(name, None)
 
     def unregister(self, name: str) -> None:
         """Remove an entry (a plugin or test that registered it takes it back); absent names are ignored."""
         self._refuse_if_frozen(name)
         self._entries.pop(name, None)
-        self._from_plugin.discard(name)
+        self._cache.pop(name, None)
 
     def _plugins(self) -> dict[str, list[metadata.EntryPoint]]:
         """The group's entry points by name (nothing imported), read on the first lookup."""
+        if Registry._runs and not self._frozen:  # constructed during the run: its entries are in
+            self._freeze_for_run()
+        return self._read_plugins()
+
+    def _read_plugins(self) -> dict[str, list[metadata.EntryPoint]]:
         if self._index is None:
             index: dict[str, list[metadata.EntryPoint]] = {}
             for ep in _installed().by_group.get(self._group, []) if self._group else ():
@@ -262,10 +277,9 @@ class Registry(Generic[T]):
                 raise PluginError(self._problem_line(plugins[name][0], self._clash(name)))
             return self._resolved(name)
         if name in plugins:
-            obj = self._load_plugin(name, plugins[name])
-            self._entries[name] = obj  # a cache of what the entry point names, allowed while frozen
-            self._from_plugin.add(name)
-            return obj
+            if name not in self._cache:
+                self._cache[name] = self._load_plugin(name, plugins[name])
+            return self._cache[name]
         close = difflib.get_close_matches(name, self.names(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UnknownNameError(f"unknown {self.kind} {name!r}{hint}; valid: {', '.join(self.names())}")
@@ -274,20 +288,15 @@ class Registry(Generic[T]):
         entry = self._entries[name]
         if not isinstance(entry, str):
             return entry
-        module, _, attr = entry.partition(":")
-        obj = self._check(name, getattr(importlib.import_module(module), attr), entry)
-        self._entries[name] = obj
-        return obj
+        if name not in self._cache:
+            module, _, attr = entry.partition(":")
+            self._cache[name] = self._check(name, getattr(importlib.import_module(module), attr), entry)
+        return self._cache[name]
 
     def _claimed(self, name: str, eps: list[metadata.EntryPoint]) -> bool:
-        """Whether entry points eps claim the registered name of another: not when the entry came from
-        them (loaded, or registered by the plugin's own module as it was imported elsewhere first)."""
-        if name in self._from_plugin:
-            return False
-        if len(eps) == 1 and _module_of(self._entries[name]) == _module_of(eps[0].value.strip()):
-            self._from_plugin.add(name)
-            return False
-        return True
+        """Whether entry points eps claim the registered name of another: not when the entry was
+        registered by the plugin's own module (as it was imported, elsewhere or by loading it)."""
+        return not (len(eps) == 1 and _module_of(self._entries[name]) == _module_of(eps[0].value.strip()))
 
     def _clash(self, name: str) -> str:
         entry = self._entries[name]
@@ -311,10 +320,13 @@ class Registry(Generic[T]):
         if len(eps) > 1:
             raise PluginError(self._problem_line(eps[0], self._duplicate(name, eps)))
         ep = eps[0]
+        self._loading = name
         try:
             obj = ep.load()
         except _IMPORT_FAILURES as e:
             raise PluginError(self._problem_line(ep, f"it cannot be imported ({_why(e)})")) from None
+        finally:
+            self._loading = None
         try:
             return self._check(name, obj, ep.value)
         except ArgusError as e:
@@ -337,7 +349,7 @@ class Registry(Generic[T]):
                         raise PluginError(self._problem_line(ep, self._clash(name)))
                     if len(eps) > 1:
                         raise PluginError(self._problem_line(ep, self._duplicate(name, eps)))
-                    if name not in self._from_plugin:
+                    if name not in self._entries and name not in self._cache:
                         self._load_plugin(name, eps)
                 except PluginError as e:
                     problem = str(e)
@@ -354,10 +366,13 @@ class Registry(Generic[T]):
     def registered(self) -> dict[str, T]:
         """The registered entries (built in, registered, plugins loaded so far), imported, without
         consulting the entry points: what a run uses whether or not it names it (the scorecard axes)."""
-        return {name: self._resolved(name) for name in sorted(self._entries)}
+        self._plugins()  # a lookup: during a run, it freezes a registry born in it
+        plugins = {name: obj for name, obj in self._cache.items() if name not in self._entries}
+        return dict(sorted({**plugins, **{name: self._resolved(name) for name in self._entries}}.items()))
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries or name in self._plugins()
+        plugins = self._plugins()  # first: a lookup during a run freezes a registry born in it
+        return name in self._entries or name in plugins
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

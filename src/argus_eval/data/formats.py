@@ -62,7 +62,7 @@ def _admit(name: str, spec: object) -> FormatSpec:
 
 
 FORMATS: Registry[FormatSpec] = Registry(
-    "dataset format", entry_point_group="argus_eval.formats", admit=_admit
+    "dataset format", entry_point_group="argus_eval.formats", base=FormatSpec, admit=_admit
 )
 # The built-in formats, defined and filled here: lazy "module:SPEC" entries, so a loader module (and what
 # it imports) loads on first use and importing the registry imports no loader. A plugin names its

@@ -25,7 +25,7 @@ class DeviceProfile:
     peak_basis: dict[str, str] = field(default_factory=dict)
 
 
-DEVICES: Registry[DeviceProfile] = Registry("device")
+DEVICES: Registry[DeviceProfile] = Registry("device", base=DeviceProfile)
 
 
 def _add(profile: DeviceProfile) -> None:

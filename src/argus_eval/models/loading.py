@@ -23,7 +23,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.schemes import SCHEMES, Scheme
 from argus_eval.models.spec import ModelConfig
 from argus_eval.models.zoo_store import zoo_dir
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 
 FamilyLoader = Callable[[LoadRequest], Model]
 
@@ -41,7 +41,7 @@ def _admit_family(name: str, loader: object) -> FamilyLoader:
 
 
 HF_FAMILIES: Registry[FamilyLoader] = Registry(
-    "model family", entry_point_group="argus_eval.model_families", admit=_admit_family
+    "model family", entry_point_group="argus_eval.model_families", base=CALLABLE, admit=_admit_family
 )
 # config.json model types of the dual encoders (one adapter loads them; models/sizing.py sizes them)
 DUAL_ENCODER_TYPES = ("clip", "siglip", "siglip2", "chinese_clip", "altclip", "align")

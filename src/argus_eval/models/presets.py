@@ -24,7 +24,7 @@ class Preset:
     config: str = ""
 
 
-PRESETS: Registry[Preset] = Registry("model preset")
+PRESETS: Registry[Preset] = Registry("model preset", base=Preset)
 PUBLISHED = Path(__file__).resolve().parent / "published"
 
 

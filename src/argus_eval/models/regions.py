@@ -28,7 +28,7 @@ from PIL import Image
 
 from argus_eval.data.images import ImageArray
 from argus_eval.errors import ModelCallError, ModelLoadError
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 
 CONFIG_KEY = "argus_region_features"
 
@@ -268,7 +268,9 @@ def save_npz(
     np.savez(path, **arrays)  # type: ignore[arg-type]
 
 
-REGION_PROVIDERS: Registry[Callable[..., RegionFeatureProvider]] = Registry("region feature provider")
+REGION_PROVIDERS: Registry[Callable[..., RegionFeatureProvider]] = Registry(
+    "region feature provider", base=CALLABLE
+)
 REGION_PROVIDERS.register("grid", GridRegionFeatures)
 
 

@@ -27,7 +27,7 @@ from argus_eval.models.loading import DUAL_ENCODER_TYPES, _split, detect_family
 from argus_eval.models.presets import PRESETS, PUBLISHED
 from argus_eval.models.schemes import SCHEMES
 from argus_eval.models.size_bounds import bounded_build, check_params, check_sizes
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Build:
 
 Sizer = Callable[[Build], Family]
 # Keyed like HF_FAMILIES (config.json model_type); sizing_families.py registers the paper's families.
-SIZERS: Registry[Sizer] = Registry("sizing family")
+SIZERS: Registry[Sizer] = Registry("sizing family", base=CALLABLE)
 for _t in DUAL_ENCODER_TYPES:
     SIZERS.register(_t, "argus_eval.models.sizing_families:dual_encoder")
 SIZERS.register("blip", "argus_eval.models.sizing_families:blip")

@@ -35,7 +35,7 @@ class ImagePerturbation:
     stochastic: bool
 
 
-IMAGE_PERTURBATIONS: Registry[ImagePerturbation] = Registry("image perturbation")
+IMAGE_PERTURBATIONS: Registry[ImagePerturbation] = Registry("image perturbation", base=ImagePerturbation)
 
 IMAGENET_C_NAMES: tuple[str, ...] = (
     "gaussian_noise", "shot_noise", "impulse_noise",

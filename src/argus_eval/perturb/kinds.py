@@ -145,7 +145,7 @@ def _admit(kind: str, entry: object) -> ConditionKind:
 
 
 CONDITION_KINDS: Registry[ConditionKind] = Registry(
-    "condition kind", entry_point_group=ENTRY_POINT_GROUP, admit=_admit
+    "condition kind", entry_point_group=ENTRY_POINT_GROUP, base=ConditionKind, admit=_admit
 )
 CONDITION_KINDS.register("clean", CleanKind())
 CONDITION_KINDS.register("image", "argus_eval.perturb.image:ImageKind")

@@ -21,14 +21,14 @@ from typing import ClassVar
 
 from argus_eval.errors import PerturbationError, UnknownNameError
 from argus_eval.perturb.kinds import SEVERITIES, Condition, ConditionKind
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 
 TextFn = Callable[[str, int, random.Random], str]  # (text, severity, rng) -> perturbed text
 
 WORD_FRACTIONS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5)
 _WORD_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")  # letters, with an inner apostrophe ("don't")
 
-TEXT_PERTURBATIONS: Registry[TextFn] = Registry("text perturbation")
+TEXT_PERTURBATIONS: Registry[TextFn] = Registry("text perturbation", base=CALLABLE)
 
 NAMES: tuple[str, ...] = (
     "typos", "char_swap", "char_insert", "char_delete", "ocr",

@@ -156,7 +156,31 @@ def run(
     """Run (or resume) an evaluation into out_dir and write results.json and samples.jsonl.
 
     Failed records of an earlier run are computed again unless retry_failed is False. reports(out_dir)
-    writes what is built from those files (the command's report.html), timed with scoring in run_log."""
+    writes what is built from those files (the command's report.html), timed with scoring in run_log.
+    Every registry is frozen while it runs (a RegistryError for whatever registers), opened after."""
+    with Registry.frozen_for_run():
+        return _run(
+            cfg,
+            out_dir,
+            strict=strict,
+            quiet=quiet,
+            loader=loader,
+            retry_failed=retry_failed,
+            reports=reports,
+        )
+
+
+def _run(
+    cfg: RunSpec,
+    out_dir: Path,
+    *,
+    strict: bool = False,
+    quiet: bool = False,
+    loader: Callable[[ModelConfig], Model] = load_model,
+    retry_failed: bool = True,
+    reports: Callable[[Path], None] | None = None,
+) -> RunOutcome:
+    """``run`` with every registry frozen."""
     t0 = time.perf_counter()
     given, out_dir = out_dir, prepare_out_dir(out_dir)  # a symlinked --out: resolved once
     # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)
@@ -176,7 +200,6 @@ def run(
             for task in {id(c.task): c.task for c in plan.cells}.values():
                 task.warm_up()  # e.g. the METEOR JVM starts loading while the models run
             executor = EXECUTORS.get(cfg.executor)
-            Registry.freeze_loaded()  # under the console command: nothing registers while it runs
             t_exec = time.perf_counter()
             request = ExecutionRequest(
                 plan,

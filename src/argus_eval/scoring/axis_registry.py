@@ -97,7 +97,9 @@ def _admit(name: str, spec: object) -> AxisSpec:
     return spec
 
 
-AXIS_REGISTRY: Registry[AxisSpec] = Registry("scorecard axis", entry_point_group=AXIS_GROUP, admit=_admit)
+AXIS_REGISTRY: Registry[AxisSpec] = Registry(
+    "scorecard axis", entry_point_group=AXIS_GROUP, base=AxisSpec, admit=_admit
+)
 
 
 def register_axis(spec: AxisSpec) -> AxisSpec:

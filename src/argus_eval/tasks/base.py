@@ -320,7 +320,7 @@ def _admit(name: str, cls: object) -> type[Task]:
     return cls
 
 
-TASKS: Registry[type[Task]] = Registry("task", entry_point_group="argus_eval.tasks", admit=_admit)
+TASKS: Registry[type[Task]] = Registry("task", entry_point_group="argus_eval.tasks", base=Task, admit=_admit)
 # The built-in tasks, defined and filled here: lazy "module:Class" entries, so importing the registry
 # imports no task. A plugin names its Task subclass in the entry-point group argus_eval.tasks, or
 # registers it with TASKS.register.

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from argus_eval.data.types import Sample
 from argus_eval.errors import MetricError
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 from argus_eval.tasks.base import Finish, mean_finish
 
 DEFAULT = "mean"
@@ -43,7 +43,7 @@ def mean_scheme(samples: Sequence[Sample], preds: Sequence[str], scores: Sequenc
     return CellScores(comp, mean_finish, {"accuracy": float(np.mean(scores)) if scores else float("nan")})
 
 
-SCHEMES: Registry[Scheme] = Registry("reasoning scoring scheme")
+SCHEMES: Registry[Scheme] = Registry("reasoning scoring scheme", base=CALLABLE)
 SCHEMES.register(DEFAULT, mean_scheme)
 SCHEMES.register("vcr", "argus_eval.tasks.vcr_scoring:vcr_scheme")
 

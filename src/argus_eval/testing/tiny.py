@@ -16,11 +16,11 @@ import torch
 
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.processor_files import save_processor
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 
 Builder = Callable[[Path], None]
 
-TINY_BUILDERS: Registry[Builder] = Registry("tiny model family")
+TINY_BUILDERS: Registry[Builder] = Registry("tiny model family", base=CALLABLE)
 
 # A small closed vocabulary: enough to tokenise test prompts, captions and answers word by word.
 # fmt: off

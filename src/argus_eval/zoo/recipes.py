@@ -1,19 +1,15 @@
 """The zoo's recipes by model name, registered lazily ("module:attr") so that naming or listing them
 imports neither torch nor the training package until one is used.
 
-A recipe (zoo/training/recipe.py) trains a checkpoint into a directory; `argus zoo train NAME` runs it.
+A recipe (zoo/recipe.py) trains a checkpoint into a directory; `argus zoo train NAME` runs it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from argus_eval.registry import Registry
+from argus_eval.zoo.recipe import Recipe
 
-if TYPE_CHECKING:
-    from argus_eval.zoo.training.recipe import Recipe
-
-RECIPES: Registry[Recipe] = Registry("zoo model")
+RECIPES: Registry[Recipe] = Registry("zoo model", base=Recipe)
 RECIPES.register("clip", "argus_eval.zoo.training.train_clip:RECIPE")
 RECIPES.register("blip", "argus_eval.zoo.training.train_blip:RECIPE")
 # BLIP's retrieval head starts from the captioner's towers, and its VQA head from both, so they follow it.

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from argus_eval.errors import DatasetError
-from argus_eval.registry import Registry
+from argus_eval.registry import CALLABLE, Registry
 
 LIST = "[]"
 _PATH = re.compile(r"^([^.\[\]|]+)((?:\[\]|\.[^.\[\]|]+)*)$")
@@ -37,7 +37,7 @@ def _file_number(value: Any) -> int:
     return int(digits[-1])
 
 
-CONVERTERS: Registry[Callable[[Any], Any]] = Registry("column converter")
+CONVERTERS: Registry[Callable[[Any], Any]] = Registry("column converter", base=CALLABLE)
 CONVERTERS.register("file_number", _file_number)
 
 

@@ -20,7 +20,7 @@ class Preset:
     metadata: Mapping[str, str]
 
 
-PRESETS: Registry[Preset] = Registry("hf_datasets preset")
+PRESETS: Registry[Preset] = Registry("hf_datasets preset", base=Preset)
 
 # lmms-lab/VQAv2: ten annotators' answers per question (list of {answer, answer_confidence, answer_id}),
 # so VQA accuracy applies; the answer type gives the official yes/no, number, other breakdown.

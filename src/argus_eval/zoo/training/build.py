@@ -21,8 +21,8 @@ from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.outputs import prepare_out_dir, writing
 from argus_eval.zoo.catalog import checkpoint_files, dir_size, write_entry
 from argus_eval.zoo.measure import measure
+from argus_eval.zoo.recipe import Log
 from argus_eval.zoo.recipes import RECIPES
-from argus_eval.zoo.training.recipe import Log
 
 CHECKPOINT_DIR = "checkpoint"  # <out>/<this>: the trained checkpoint when it is not installed
 ENTRY_FILE = "manifest_entry.json"  # <out>/<this>: its manifest entry (installed: in zoo/manifest.json)

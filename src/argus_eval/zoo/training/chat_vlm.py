@@ -28,11 +28,11 @@ from numpy.typing import NDArray
 
 from argus_eval.models.hf_common import to_pil
 from argus_eval.models.processor_files import save_processor
+from argus_eval.zoo.recipe import Log, Trained
 from argus_eval.zoo.training import object_tokens
 from argus_eval.zoo.training.data import SplitData, load_split
 from argus_eval.zoo.training.loop import Schedule, param_groups, run_phase, seed_everything
 from argus_eval.zoo.training.qa_mix import QuestionSampler, curriculum_pool
-from argus_eval.zoo.training.recipe import Log, Trained
 
 
 def task_prompts() -> tuple[str, str]:

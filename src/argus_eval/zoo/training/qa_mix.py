@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
+from argus_eval.zoo.recipe import Log
 from argus_eval.zoo.training.data import SplitData
 from argus_eval.zoo.training.loop import LoopResult, Schedule, run_phase
-from argus_eval.zoo.training.recipe import Log
 
 # (phase name, which questions for curriculum_pool, schedule) of one curriculum stage.
 Phase = tuple[str, str, Schedule]

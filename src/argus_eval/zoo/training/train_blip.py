@@ -13,9 +13,9 @@ import torch
 from argus_eval.models.hf_common import hf_module, to_pil
 from argus_eval.models.processor_files import save_processor
 from argus_eval.models.protocols import CAPTION
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.data import CaptionBatches, SplitData, load_split
 from argus_eval.zoo.training.loop import LoopResult, Schedule, run_phase, seed_everything
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 DOMAIN = "studio"

@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training import train_blip as blip
 from argus_eval.zoo.training.data import CaptionBatches
 from argus_eval.zoo.training.loop import Schedule, param_groups, run_phase
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.train_clip import multi_positive_loss
 
 SCHEDULE = Schedule(steps=500, lr=1e-3, weight_decay=0.05, warmup=30)

@@ -27,12 +27,12 @@ from pathlib import Path
 import torch
 
 from argus_eval.models.protocols import GENERATE
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training import object_tokens
 from argus_eval.zoo.training import train_blip as blip
 from argus_eval.zoo.training.chat_vlm import prompt_words, task_prompts
 from argus_eval.zoo.training.loop import Schedule, param_groups
 from argus_eval.zoo.training.qa_mix import Phase, QuestionSampler, describe_curriculum, run_curriculum
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 
 TRAIN_IMAGES = 3000
 BATCH = 32

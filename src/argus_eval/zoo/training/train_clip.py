@@ -12,9 +12,9 @@ import torch
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.processor_files import save_processor
 from argus_eval.models.protocols import EMBED, SCORE_PAIRS
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.data import CaptionBatches, load_split
 from argus_eval.zoo.training.loop import Schedule, run_phase, seed_everything
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words
 
 DOMAIN = "studio"

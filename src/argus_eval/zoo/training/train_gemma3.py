@@ -14,10 +14,10 @@ import torch
 
 from argus_eval.models.chat_vlm_configs import GEMMA_SPECIALS, ChatVlmSize, gemma3, gemma3_tokenizer
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
 from argus_eval.zoo.training.data import DOMAIN_NAMES
 from argus_eval.zoo.training.loop import Schedule
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 IMAGE, PATCH, IMAGE_TOKENS = 96, 12, 16  # 8x8 patches pooled 2x2 -> 16 tokens ((96/12)/sqrt(16) = 2)

@@ -23,10 +23,10 @@ from argus_eval.models.hf_common import hf_module
 from argus_eval.models.protocols import CLASSIFY
 from argus_eval.models.region_segments import SegmentRegionFeatures
 from argus_eval.models.regions import CONFIG_KEY, RegionFeatureProvider
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.data import load_split
 from argus_eval.zoo.training.loop import Schedule, seed_everything
 from argus_eval.zoo.training.qa_mix import Phase, QuestionSampler, describe_curriculum, run_curriculum
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 DOMAIN = "studio"

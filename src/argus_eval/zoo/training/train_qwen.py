@@ -19,9 +19,9 @@ from argus_eval.models.chat_vlm_configs import (
     qwen_tokenizer,
 )
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS
+from argus_eval.zoo.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.chat_vlm import ChatFamily, ChatRecipe, prompt_words, train_chat
 from argus_eval.zoo.training.loop import Schedule
-from argus_eval.zoo.training.recipe import Log, Recipe, Trained
 from argus_eval.zoo.training.vocab import shapesworld_words, word_level
 
 # At most 96x96 pixels, aspect kept: 160x120 scenes become 96x80, 12x10 patches merged 2x2 -> 6x5 = 30 tokens.
