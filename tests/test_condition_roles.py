@@ -8,9 +8,6 @@ know, is refused when registered, a plugin's naming its entry point."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,11 +21,11 @@ from argus_eval.errors import PerturbationError
 from argus_eval.perturb import kinds
 from argus_eval.perturb.conditions import Condition, expand_conditions
 from argus_eval.perturb.kinds import CONDITION_KINDS, ConditionKind, ConditionTarget, kind_of, register_kind
+from plugin_fixtures import run_with_plugin
 
 # The entry-point test's subprocess imports this module for RolelessKind: the runner, scoring and report
 # are imported inside the tests that use them, so it stays as cheap to import as a plugin.
 
-ROOT = Path(__file__).resolve().parents[1]
 STUDIO = {"name": "studio", "format": "shapesworld", "domain": "studio", "split": "test", "n_images": 8,
           "train_images": 8, "questions_per_image": 2}  # fmt: skip
 TEN = tuple(range(1, 11))
@@ -125,28 +122,15 @@ def test_a_kind_without_a_role_scoring_knows_is_refused_when_registered() -> Non
 
 
 def test_a_plugin_kind_without_a_role_is_refused_naming_the_plugin(tmp_path: Path) -> None:
-    dist = tmp_path / "roleless_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: roleless-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[argus_eval.perturbations]\nroleless = test_condition_roles:RolelessKind\n"
-    )
     code = (
         "from argus_eval.errors import PluginError\n"
         "from argus_eval.perturb.conditions import Condition\n"
         "try:\n    Condition.parse('roleless:x@1')\n"
         "except PluginError as e:\n    print(e)\n"
     )
-    path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), str(tmp_path)])
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": path},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    (line,) = out.stdout.splitlines()
+    entry = "[argus_eval.perturbations]\nroleless = test_condition_roles:RolelessKind\n"
+    stdout = run_with_plugin(tmp_path, "roleless-plugin", entry, code)
+    (line,) = stdout.splitlines()
     for part in (
         "roleless-plugin",
         "argus_eval.perturbations",

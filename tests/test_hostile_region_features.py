@@ -17,40 +17,11 @@ import numpy as np
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.seal import seal, unseal
-from model_fixtures import tiny_dir
+from frcnn_fixtures import lxmert_config
 
 
 def _config(cache: Path, detector: Path, perturbations: list[dict[str, Any]]) -> dict[str, Any]:
-    region = {"kind": "frcnn-vg", "detector": str(detector)}
-    return {
-        "name": "regions",
-        "seed": 0,
-        "cache_dir": str(cache),
-        "models": [
-            {
-                "name": "LXMERT",
-                "spec": f"hf:{tiny_dir('lxmert-vqa-frcnn')}",
-                "device": "cpu",
-                "batch_size": 4,
-                "options": {"region_features": region},
-            }
-        ],
-        "datasets": [
-            {
-                "name": "studio",
-                "format": "shapesworld",
-                "domain": "studio",
-                "split": "test",
-                "n_images": 3,
-                "train_images": 4,
-                "questions_per_image": 2,
-            }
-        ],
-        "tasks": ["reasoning"],
-        "perturbations": perturbations,
-        "scoring": {"resamples": 0},
-        "efficiency": {"enabled": False},
-    }
+    return lxmert_config(cache, detector, perturbations, resamples=0)
 
 
 def _nan_resealed(blob: bytes) -> bytes:

@@ -16,7 +16,7 @@ from api_server import ServerState, serve
 from argus_eval.data.types import fingerprint_of
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
-from model_fixtures import tiny_dir
+from judge_fixtures import judged_config
 
 
 def _served(prompt: str) -> str:
@@ -26,27 +26,7 @@ def _served(prompt: str) -> str:
 
 def _config(url: str, cache: Path) -> dict[str, Any]:
     judge = {"model": f"api:{url}#judge", "options": {"concurrency": 1}, "primary": "judge", "device": "cpu"}
-    return {
-        "name": "verdicts",
-        "seed": 0,
-        "cache_dir": str(cache),
-        "models": [{"name": "clip", "spec": f"hf:{tiny_dir('clip')}", "device": "cpu", "batch_size": 4}],
-        "datasets": [
-            {
-                "name": "studio",
-                "format": "shapesworld",
-                "domain": "studio",
-                "split": "test",
-                "n_images": 5,
-                "train_images": 6,
-                "questions_per_image": 2,
-            }
-        ],
-        "tasks": [{"name": "reasoning", "judge": judge}],
-        "perturbations": [],
-        "scoring": {"resamples": 20},
-        "efficiency": {"enabled": False},
-    }
+    return {**judged_config("verdicts", judge), "cache_dir": str(cache)}
 
 
 Row = tuple[str, str, str | None, str | None, str]  # cell, sample id, output, error, stamp

@@ -24,7 +24,7 @@ from argus_eval.tasks.base import CellResult, mean_finish
 from argus_eval.tasks.judge import JudgeOptions, with_judge
 from argus_eval.tasks.judge_verdicts import read_verdict
 from argus_eval.tasks.reasoning import ReasoningOptions, ReasoningTask
-from model_fixtures import tiny_dir
+from judge_fixtures import judged_config
 
 
 def test_a_prompt_must_name_the_answer_and_only_known_placeholders() -> None:
@@ -72,26 +72,7 @@ def test_with_judge_puts_both_scores_on_the_same_rows() -> None:
 
 
 def _config(judge: dict[str, Any], n_images: int = 3) -> dict[str, Any]:
-    return {
-        "name": "judged",
-        "seed": 0,
-        "models": [{"name": "clip", "spec": f"hf:{tiny_dir('clip')}", "device": "cpu", "batch_size": 4}],
-        "datasets": [
-            {
-                "name": "studio",
-                "format": "shapesworld",
-                "domain": "studio",
-                "split": "test",
-                "n_images": n_images,
-                "train_images": 6,
-                "questions_per_image": 2,
-            }
-        ],
-        "tasks": [{"name": "reasoning", "judge": {"device": "cpu", **judge}}],
-        "perturbations": [],
-        "scoring": {"resamples": 30},
-        "efficiency": {"enabled": False},
-    }
+    return judged_config("judged", {"device": "cpu", **judge}, n_images=n_images, resamples=30)
 
 
 def _run(cfg: dict[str, Any], out: Path, tmp: Path) -> tuple[RunOutcome, dict[str, Any], dict[str, int]]:

@@ -21,7 +21,7 @@ from api_server import ServerState, serve
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import RunOutcome, run
 from argus_eval.runner.store import Store
-from model_fixtures import tiny_dir
+from judge_fixtures import judged_config
 
 UNREADABLE = "Hard to say from this picture."
 
@@ -43,30 +43,7 @@ def _served(prompt: str) -> str:
 
 
 def _config(judge: dict[str, Any] | None, cache: Path) -> dict[str, Any]:
-    task: dict[str, Any] = {"name": "reasoning"}
-    if judge is not None:
-        task["judge"] = judge
-    return {
-        "name": "judged-lines",
-        "seed": 0,
-        "cache_dir": str(cache),
-        "models": [{"name": "clip", "spec": f"hf:{tiny_dir('clip')}", "device": "cpu", "batch_size": 4}],
-        "datasets": [
-            {
-                "name": "studio",
-                "format": "shapesworld",
-                "domain": "studio",
-                "split": "test",
-                "n_images": 5,
-                "train_images": 6,
-                "questions_per_image": 2,
-            }
-        ],
-        "tasks": [task],
-        "perturbations": [],
-        "scoring": {"resamples": 20},
-        "efficiency": {"enabled": False},
-    }
+    return {**judged_config("judged-lines", judge), "cache_dir": str(cache)}
 
 
 Ran = tuple[RunOutcome, bytes, dict[str, Any]]  # the outcome, samples.jsonl's bytes, run_log.json

@@ -25,43 +25,10 @@ from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.store import Store
 from argus_eval.testing.tiny_frcnn import build_detector_dir
+from frcnn_fixtures import lxmert_config
 from model_fixtures import tiny_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _config(
-    cache: Path, detector: Path, perturbations: list[dict[str, Any]], **regions: Any
-) -> dict[str, Any]:
-    return {
-        "name": "lxmert-frcnn",
-        "seed": 0,
-        "cache_dir": str(cache),
-        "models": [
-            {
-                "name": "LXMERT",
-                "spec": f"hf:{tiny_dir('lxmert-vqa-frcnn')}",
-                "device": "cpu",
-                "batch_size": 4,
-                "options": {"region_features": {"kind": "frcnn-vg", "detector": str(detector), **regions}},
-            }
-        ],
-        "datasets": [
-            {
-                "name": "studio",
-                "format": "shapesworld",
-                "domain": "studio",
-                "split": "test",
-                "n_images": 3,
-                "train_images": 4,
-                "questions_per_image": 2,
-            },
-        ],
-        "tasks": ["reasoning"],
-        "perturbations": perturbations,
-        "scoring": {"resamples": 20},
-        "efficiency": {"enabled": False},
-    }
 
 
 PERTURBED = [{"image": "brightness", "severity": 2}, {"control": ["blank", "swap"]}]
@@ -70,7 +37,7 @@ PERTURBED = [{"image": "brightness", "severity": 2}, {"control": ["blank", "swap
 def test_every_condition_is_answered_from_its_own_pixels_and_regions_are_cached(
     tmp_path: Path, detector: Path, detected: list[int]
 ) -> None:
-    cfg = parse_config(_config(tmp_path / "cache", detector, PERTURBED), "t")
+    cfg = parse_config(lxmert_config(tmp_path / "cache", detector, PERTURBED), "t")
     out = run(cfg, tmp_path / "out", quiet=True)
     cells = {c.condition: c for c in out.results.cells}
     assert set(cells) == {"clean", "image:brightness@2", "control:blank@1", "control:swap@1"}
@@ -88,7 +55,7 @@ def test_every_condition_is_answered_from_its_own_pixels_and_regions_are_cached(
     # detected (the text perturbation shows the clean images: nothing at all)
     detected.clear()
     more = parse_config(
-        _config(tmp_path / "cache", detector, [*PERTURBED, {"text": "typos", "severity": 2}]), "t"
+        lxmert_config(tmp_path / "cache", detector, [*PERTURBED, {"text": "typos", "severity": 2}]), "t"
     )
     again = run(more, tmp_path / "out", quiet=True)
     assert again.stats.records_written == 6 and sum(detected) == 0
@@ -105,7 +72,7 @@ def test_the_dry_run_counts_the_region_extractions_a_run_makes(
         {"control": "swap"},
         {"text": "typos", "severity": 2},
     ]
-    cfg = parse_config(_config(tmp_path / "cache", detector, conditions), "t")
+    cfg = parse_config(lxmert_config(tmp_path / "cache", detector, conditions), "t")
     cost = describe_plan(cfg)[3].to_json()["total"]
     out = run(cfg, tmp_path / "out", quiet=True)
     assert out.stats.records_written == 6 * 4
@@ -118,7 +85,7 @@ def test_fewer_regions_than_asked_are_padded_masked_and_counted(
     import yaml
 
     path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(_config(tmp_path / "cache", detector, [], boxes=60)))  # RPN keeps 40
+    path.write_text(yaml.safe_dump(lxmert_config(tmp_path / "cache", detector, [], boxes=60)))  # RPN keeps 40
     monkeypatch.setattr(sys, "argv", ["argus", "run", "-c", str(path), "--out", str(tmp_path / "out")])
     with pytest.raises(SystemExit) as ei:
         main()
@@ -128,7 +95,7 @@ def test_fewer_regions_than_asked_are_padded_masked_and_counted(
 
 
 def test_a_file_of_the_providers_own_regions_gives_the_same_answers(tmp_path: Path, detector: Path) -> None:
-    cfg = parse_config(_config(tmp_path / "cache", detector, []), "t")
+    cfg = parse_config(lxmert_config(tmp_path / "cache", detector, []), "t")
     [data] = load_datasets(cfg)
     first = {s.image: s for s in reversed(data.samples) if s.image is not None and s.question}
     images = [load_image(image_inside_root(data, s)) for s in first.values()]

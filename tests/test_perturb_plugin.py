@@ -7,9 +7,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,11 +18,11 @@ from argus_eval.data.images import ImageArray
 from argus_eval.errors import PerturbationError
 from argus_eval.perturb.conditions import Condition, expand_conditions
 from argus_eval.perturb.kinds import CONDITION_KINDS, ConditionKind, kind_of, register_kind
+from plugin_fixtures import run_with_plugin
 
 # The entry-point test's subprocess imports this module for InvertKind: the runner, tasks and report are
 # imported inside the tests that use them, so the plugin stays as cheap to import as a real one.
 
-ROOT = Path(__file__).resolve().parents[1]
 STUDIO = {"name": "studio", "format": "shapesworld", "domain": "studio", "split": "test", "n_images": 6,
           "train_images": 8, "questions_per_image": 1}  # fmt: skip
 
@@ -97,28 +94,15 @@ def test_a_kind_that_is_not_a_condition_kind_is_refused() -> None:
 
 
 def test_an_entry_point_plugin_adds_the_kind(tmp_path: Path) -> None:
-    dist = tmp_path / "toy_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[argus_eval.perturbations]\ntoy = test_perturb_plugin:InvertKind\n"
-    )
     code = (
         "from argus_eval.perturb.conditions import Condition, expand_conditions\n"
         "c = Condition.parse('toy:invert@5')\n"
         "print(type(c.behaviour).__name__, c.apply_image(__import__('numpy').zeros((2, 1, 3), 'uint8'), 0)"
         ".max(), [x.id for x in expand_conditions([{'toy': 'invert', 'severity': 2}])])\n"
     )
-    path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), str(tmp_path)])
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": path},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert out.stdout.split() == ["InvertKind", "255", "['clean',", "'toy:invert@2']"]
+    entry = "[argus_eval.perturbations]\ntoy = test_perturb_plugin:InvertKind\n"
+    stdout = run_with_plugin(tmp_path, "toy-plugin", entry, code)
+    assert stdout.split() == ["InvertKind", "255", "['clean',", "'toy:invert@2']"]
 
 
 def _pixels(uri: str) -> np.ndarray:

@@ -143,6 +143,7 @@ def require_cells(plan: Plan) -> None:
     )
 
 
+@Registry.frozen_for_run()  # a fresh context per call (contextlib recreates it), nest-safe
 def run(
     cfg: RunSpec,
     out_dir: Path,
@@ -158,29 +159,6 @@ def run(
     Failed records of an earlier run are computed again unless retry_failed is False. reports(out_dir)
     writes what is built from those files (the command's report.html), timed with scoring in run_log.
     Every registry is frozen while it runs (a RegistryError for whatever registers), opened after."""
-    with Registry.frozen_for_run():
-        return _run(
-            cfg,
-            out_dir,
-            strict=strict,
-            quiet=quiet,
-            loader=loader,
-            retry_failed=retry_failed,
-            reports=reports,
-        )
-
-
-def _run(
-    cfg: RunSpec,
-    out_dir: Path,
-    *,
-    strict: bool = False,
-    quiet: bool = False,
-    loader: Callable[[ModelConfig], Model] = load_model,
-    retry_failed: bool = True,
-    reports: Callable[[Path], None] | None = None,
-) -> RunOutcome:
-    """``run`` with every registry frozen."""
     t0 = time.perf_counter()
     given, out_dir = out_dir, prepare_out_dir(out_dir)  # a symlinked --out: resolved once
     # timing trials follow: small models stay loaded from their last batch into them (local.PARK_BYTES)

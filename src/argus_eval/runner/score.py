@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from argus_eval.data.atomic import atomic_text
 from argus_eval.data.text import repair_text
 from argus_eval.models.secrets import redact_text
@@ -92,43 +94,48 @@ def _finalizer(cell: Cell, records: _OkRecords) -> Callable[[], CellResult]:
     return result
 
 
+# the kinds of kept part, as a rejection names them
+_PARTS = {"cell": "cell result", "rows": "finish rows"}
+
+
 def _scored(
     cell: Cell,
     rows: list[RawRow],
     digest: str,
     kept: dict[str, bytes],
+    damaged: dict[str, str],
     records: _OkRecords,
-    rejected: list[str],
 ) -> ScoredCell:
+    """kept: the unsealed parts by key; damaged: why each part whose seal failed is rejected."""
     failures = {sid: repair_text(err) for sid, _o, _a, err, _s in rows if err is not None}
     if len(failures) == len(rows):
         return ScoredCell(cell, None, failures)
+    rejected = {k: damaged[f"{k}:{digest}"] for k in _PARTS if f"{k}:{digest}" in damaged}
     fresh = _finalizer(cell, records)
-    blob = kept.get(f"rows:{digest}")
-    try:
-        kept_rows = {} if blob is None else unpack_rows(blob)
-    except DamagedPartError as e:
-        kept_rows, blob = {}, None
-        rejected.append(f"finish rows: {e}")
-    cache = CellCache(digest, kept_rows, None)
-    cache.rows_damaged = any(r.startswith("finish rows") for r in rejected)
+    kept_rows: dict[str, np.ndarray] = {}
+    if (blob := kept.get(f"rows:{digest}")) is not None:
+        try:
+            kept_rows = unpack_rows(blob)
+        except DamagedPartError as e:
+            rejected["rows"] = str(e)
+    cache = CellCache(digest, kept_rows, None, rows_damaged="rows" in rejected)
     finish = cache.wrap(lambda: fresh().finish)
 
     def extra(name: str) -> Finish:
         return cache.wrap(lambda: fresh().extras[name], f"{name}:")
 
-    packed = kept.get(f"cell:{digest}")
     result: CellResult | None = None
-    if packed is not None:
+    if (packed := kept.get(f"cell:{digest}")) is not None:
         try:
             result, _names = unpack_result(packed, finish, extra)
         except DamagedPartError as e:
-            rejected.append(f"cell result: {e}")
+            rejected["cell"] = str(e)
     if result is None:
         computed = fresh()
         cache.packed = pack_result(computed)
         result = replace(computed, finish=finish, extras={n: extra(n) for n in sorted(computed.extras)})
-    return ScoredCell(cell, result, failures, cache, rejected=rejected)
+    why = [f"{name}: {rejected[k]}" for k, name in _PARTS.items() if k in rejected]
+    return ScoredCell(cell, result, failures, cache, rejected=why)
 
 
 def _judged(cell: Cell, setup: JudgeSetup, store: Store, rows: list[RawRow]) -> ScoredCell:
@@ -147,7 +154,6 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     raw = {cell.key: store.raw_rows(cell.key) for cell in plan.cells}
     digests = {c.key: record_hash(c.key + c.task.scoring_hash(), raw[c.key]) for c in plan.cells}
     kept, damaged = _sound(store.get_scored([f"{k}:{d}" for d in digests.values() for k in ("cell", "rows")]))
-    rejected = {c.key: _why(digests[c.key], damaged) for c in plan.cells}
     records = {c.key: _OkRecords(c, store, raw[c.key]) for c in plan.cells}
     # the cells to finalize now (no kept result), shown to their task all together first
     due = [
@@ -162,7 +168,7 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
     for c in plan.cells:
         setup = plan.judges.get(c.task.name)
         s = (
-            _scored(c, raw[c.key], digests[c.key], kept, records[c.key], rejected[c.key])
+            _scored(c, raw[c.key], digests[c.key], kept, damaged, records[c.key])
             if setup is None
             else _judged(c, setup, store, raw[c.key])
         )
@@ -172,22 +178,16 @@ def score_cells(plan: Plan, store: Store) -> list[ScoredCell]:
 
 
 def _sound(kept: dict[str, bytes]) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The kept parts whose seal holds, and why each other one is rejected (it is recomputed)."""
+    """The content of each kept part whose seal holds (unsealed once, here), and why each other one is
+    rejected (it is recomputed)."""
     ok: dict[str, bytes] = {}
     bad: dict[str, str] = {}
     for key, value in kept.items():
         try:
-            unseal(value)
+            ok[key] = unseal(value)
         except DamagedPartError as e:
             bad[key] = str(e)
-        else:
-            ok[key] = value
     return ok, bad
-
-
-def _why(digest: str, damaged: dict[str, str]) -> list[str]:
-    names = {"cell": "cell result", "rows": "finish rows"}
-    return [f"{names[k]}: {damaged[f'{k}:{digest}']}" for k in ("cell", "rows") if f"{k}:{digest}" in damaged]
 
 
 def _before_finalize(cells: list[Cell], records: Mapping[str, _OkRecords]) -> None:

@@ -20,13 +20,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import zipfile
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from argus_eval.runner.seal import DamagedPartError, require_finite, seal, unseal
+from argus_eval.runner.seal import DamagedPartError, finite_arrays, require_finite, seal
 from argus_eval.tasks.answers import AnswerFormat
 from argus_eval.tasks.base import CellResult, Finish
 from argus_eval.version import __version__
@@ -79,17 +78,10 @@ def pack_rows(rows: dict[str, np.ndarray]) -> bytes:
     return seal(buf.getvalue())
 
 
-def unpack_rows(sealed: bytes) -> dict[str, np.ndarray]:
-    """Finish rows as packed; DamagedPartError when damaged."""
-    blob = unseal(sealed)
-    try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-            rows = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:  # np.load's ways to fail
-        raise DamagedPartError(f"finish rows do not decode ({type(e).__name__})") from None
-    for k, a in rows.items():
-        require_finite(a, f"finish row {k!r}")
-    return rows
+def unpack_rows(blob: bytes) -> dict[str, np.ndarray]:
+    """Finish rows from the content of their seal (runner/score.py unseals every kept part once);
+    DamagedPartError when they do not decode or hold a non-finite number."""
+    return finite_arrays(blob, "finish rows")
 
 
 def pack_result(r: CellResult) -> bytes:
@@ -117,11 +109,11 @@ def pack_result(r: CellResult) -> bytes:
 def unpack_result(
     blob: bytes, finish: Finish, extra: Callable[[str], Finish]
 ) -> tuple[CellResult, list[str]]:
-    """A packed cell result with the given finish and extras (extra(name) gives each); its extras' names.
-    DamagedPartError when the packed value is damaged."""
-    plain = unseal(blob)
+    """A packed cell result, from the content of its seal, with the given finish and extras (extra(name)
+    gives each); its extras' names. DamagedPartError when it does not decode or holds a non-finite
+    number."""
     try:
-        head, components = _decode_result(plain)
+        head, components = _decode_result(blob)
         form = head["answer_format"]
         names: list[str] = head["extras"]
     except (OSError, ValueError, EOFError, KeyError, TypeError) as e:  # bad bytes, as json and np.load fail
@@ -154,12 +146,14 @@ class CellCache:
     """One cell's scored parts: its record hash, its finish rows (from the store, plus any new ones) and
     the packed result when it was finalized afresh."""
 
-    def __init__(self, digest: str, rows: dict[str, np.ndarray], packed: bytes | None) -> None:
+    def __init__(
+        self, digest: str, rows: dict[str, np.ndarray], packed: bytes | None, rows_damaged: bool = False
+    ) -> None:
         self.digest = digest
         self.rows = rows
         self.packed = packed
         self.finishes: list[CachedFinish] = []
-        self.rows_damaged = False  # the kept rows were rejected: rewrite them even if none is added
+        self.rows_damaged = rows_damaged  # the kept rows were rejected: rewrite them even if none is added
 
     def wrap(self, compute: Callable[[], Finish], prefix: str = "") -> CachedFinish:
         f = CachedFinish(compute, self.rows, prefix)

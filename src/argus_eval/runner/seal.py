@@ -6,6 +6,8 @@ trusted as far as the folder that holds it."""
 from __future__ import annotations
 
 import hashlib
+import io
+import zipfile
 
 import numpy as np
 
@@ -39,3 +41,16 @@ def require_finite(a: np.ndarray, what: str) -> np.ndarray:
     if a.dtype.kind in "fc" and not np.isfinite(a).all():
         raise DamagedPartError(f"{what} holds a non-finite number")
     return a
+
+
+def finite_arrays(blob: bytes, what: str) -> dict[str, np.ndarray]:
+    """The arrays of an npz blob (no pickles), each checked finite; DamagedPartError naming `what` when
+    the bytes do not decode (np.load fails in these several ways on bad bytes) or hold NaN or infinity."""
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+        raise DamagedPartError(f"{what} do not decode ({type(e).__name__})") from None
+    for name, a in arrays.items():
+        require_finite(a, f"{what} {name!r}")
+    return arrays

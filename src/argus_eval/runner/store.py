@@ -25,7 +25,7 @@ import numpy as np
 from argus_eval.data.text import repair_text, repair_value
 from argus_eval.errors import ArgusError, OutputError, StoreError
 from argus_eval.runner.outputs import writing
-from argus_eval.runner.seal import DamagedPartError, require_finite, seal, unseal
+from argus_eval.runner.seal import DamagedPartError, finite_arrays, seal, unseal
 from argus_eval.tasks.records import Record
 
 SCHEMA_VERSION = "1"
@@ -270,11 +270,9 @@ class Store:
         if not rows:
             return None
         try:
-            arrays = _unpack_arrays(unseal(bytes(rows[0][0])))
-            for name, a in arrays.items():
-                require_finite(a, f"array {name!r}")
-        except (DamagedPartError, ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
-            reason = str(e) if isinstance(e, DamagedPartError) else f"does not decode ({type(e).__name__})"
+            arrays = finite_arrays(unseal(bytes(rows[0][0])), "region features")
+        except DamagedPartError as e:
+            reason = str(e)
             self.features_rejected[reason] = self.features_rejected.get(reason, 0) + 1
             with self._writes():
                 self._db.execute("DELETE FROM features WHERE key=?", (key,))
