@@ -19,10 +19,12 @@ exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total s
 
 Without --sleep-ms it keeps, per task, the wall of its largest run over its records (ms per record)
 in ~/.cache/argus-eval/harness_cost.json, with this machine's processor and core count
-(runner/harness_cost.py). `argus run --dry-run` multiplies each task's planned records by it: its
-estimate for a run of this benchmark's shape (clean retrieval on the 5,000 COCO-like images, the null
-model) is that run's wall by construction, and for another plan the same figures scaled by its records
-(clean inputs only: corrupting images or perturbing texts is not in them). To see that estimate for the
+(runner/harness_cost.py), and what one corruption adds: clean retrieval on 1/16 of the images again
+with the default perturbations, its wall beyond its records' cost over the corruptions it computed.
+`argus run --dry-run` multiplies each task's planned records and the run's corruptions by those figures.
+`--check-estimate` tests that on a run of another shape (two null models, retrieval and captioning on a
+quarter of the images, the default perturbations and the controls): it prints the dry run's estimate,
+the measured wall and their ratio (target: within 1.5x). To see that estimate for the
 paper's plan without its data: benchmarks/paper_layout.py writes the paper's layout, and docs/gpu.md
 (section 4) gives the dry run. The data writers are those of benchmarks/synthetic_sets.py.
 """
