@@ -14,6 +14,7 @@ import argus_eval
 from argus_eval.errors import ConfigError, ModelLoadError
 from argus_eval.models.loading import (
     check_spec,
+    declared_info,
     is_served,
     load_model,
     model_fingerprint,
@@ -124,3 +125,22 @@ def test_no_model_code_tests_a_schemes_name() -> None:
                 if any(isinstance(v, ast.Constant) and v.value == "preset" for v in values):
                     found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert found == []
+
+
+def test_a_preset_declares_its_table_row_without_loading() -> None:
+    cfg = _cfg("lxmert-vqa", options={"region_features": "grid"})
+    info = declared_info(cfg)
+    assert info is not None
+    assert (info.name, info.spec, info.fingerprint, info.family) == (
+        "m",
+        "hf:unc-nlp/lxmert-vqa-uncased",
+        "(not loaded)",
+        "lxmert",
+    )
+    assert info.capabilities == {"classify"}
+    assert info.extra == {"regions": "grid"}
+    assert declared_info(_cfg("preset:clip-vit-b32")).capabilities == {"embed", "score_pairs"}  # type: ignore[union-attr]
+    assert declared_info(_cfg("clip-vit-b32")).extra == {}  # type: ignore[union-attr]
+    # nothing is known without loading for a checkpoint, nor for a name that is no preset
+    assert declared_info(_cfg("hf:openai/clip-vit-base-patch32")) is None
+    assert declared_info(_cfg(UNKNOWN)) is None

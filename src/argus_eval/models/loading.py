@@ -22,7 +22,8 @@ from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.objects import OBJECT_SCHEME, ObjectScheme
 from argus_eval.models.options import call_only_options
 from argus_eval.models.presets import PRESET_SCHEME, PRESETS, PUBLISHED, Preset
-from argus_eval.models.protocols import Model
+from argus_eval.models.protocols import Model, ModelInfo
+from argus_eval.models.regions import declared_regions
 from argus_eval.models.schemes import SCHEMES, Scheme
 from argus_eval.models.spec import ModelConfig
 from argus_eval.models.zoo_store import zoo_dir
@@ -247,6 +248,22 @@ class PresetScheme(Scheme):
     def load(self, cfg: ModelConfig, target: str) -> Model:
         return load_model(cfg.model_copy(update={"spec": self.stands_for(target)}))
 
+    def declared(self, cfg: ModelConfig, target: str) -> ModelInfo | None:
+        """The preset table's family and capabilities (None for a name that is no preset: loading says
+        why); its regions are the ones the options declare."""
+        if target not in PRESETS:
+            return None
+        preset = PRESETS.get(target)
+        regions = declared_regions(cfg.options)
+        return ModelInfo(
+            name=cfg.name,
+            spec=preset.spec,
+            fingerprint="(not loaded)",
+            capabilities=frozenset(preset.capabilities),
+            family=preset.family,
+            extra={"regions": regions} if regions else {},
+        )
+
     def config_file(self, target: str) -> tuple[Path, str]:
         try:
             preset = PRESETS.get(target)
@@ -284,6 +301,13 @@ def load_model(cfg: ModelConfig) -> Model:
     """Load the model a config names, once. ModelLoadError (naming the spec and cause) when impossible."""
     way = route(cfg.spec)
     return way.handler.load(way.config(cfg), way.target)
+
+
+def declared_info(cfg: ModelConfig) -> ModelInfo | None:
+    """What the model of cfg offers as its scheme knows it without loading (a preset's row of the preset
+    table), or None when only loading it tells."""
+    scheme, target = _split(cfg.spec)
+    return SCHEMES.get(scheme).declared(cfg, target)
 
 
 def is_served(cfg: ModelConfig) -> bool:

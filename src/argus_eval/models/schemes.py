@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from argus_eval.models.protocols import Model
+from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.spec import ModelConfig
 from argus_eval.registry import Registry
 
@@ -53,6 +53,12 @@ class Scheme:
             return None
         path = d / "config.json"
         return path, str(path)
+
+    def declared(self, cfg: ModelConfig, target: str) -> ModelInfo | None:
+        """What the model offers, known without loading it (``argus run --dry-run`` plans with it); None
+        (the default) when only loading it tells."""
+        del cfg, target
+        return None
 
     def stands_for(self, target: str) -> str | None:
         """The spec target is a short name for (a preset's checkpoint), which the loader then loads,
