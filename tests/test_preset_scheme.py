@@ -114,6 +114,15 @@ def test_a_plugins_alias_scheme_is_followed_as_a_preset_is(alias: dict[str, str]
         model.close()
 
 
+def test_short_names_that_stand_for_each_other_are_one_error() -> None:
+    SCHEMES.register("argus-alias", _Alias({"a": "argus-alias:b", "b": "argus-alias:a"}))
+    try:
+        with pytest.raises(ModelLoadError, match="argus-alias:a -> argus-alias:b -> argus-alias:a stand for"):
+            model_fingerprint(_cfg("argus-alias:a"))
+    finally:
+        SCHEMES.unregister("argus-alias")
+
+
 def test_no_model_code_tests_a_schemes_name() -> None:
     """No comparison with the string "preset" in the model wing: the preset scheme is dispatched to."""
     root = Path(argus_eval.__file__).resolve().parent / "models"

@@ -90,13 +90,22 @@ class Route:
 
 def route(spec: str) -> Route:
     """The scheme that loads spec, through the specs its scheme says it stands for (a preset's);
-    ModelLoadError naming the spec when it names nothing loadable (an unknown preset)."""
-    name, target = _split(spec)
-    handler = SCHEMES.get(name)
-    stands_for = handler.stands_for(target)
-    if stands_for is not None:
-        return route(stands_for)
-    return Route(spec, name, handler, target)
+    ModelLoadError naming the spec when it names nothing loadable (an unknown preset, or short names
+    that stand for each other)."""
+    seen = [spec]
+    while True:
+        name, target = _split(seen[-1])
+        handler = SCHEMES.get(name)
+        stands_for = handler.stands_for(target)
+        if stands_for is None:
+            return Route(seen[-1], name, handler, target)
+        if stands_for in seen:
+            raise ModelLoadError(
+                f"model {spec!r} names nothing loadable: {' -> '.join([*seen, stands_for])} stand for each "
+                "other; name a spec with a scheme (hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME)",
+                key="spec",
+            )
+        seen.append(stands_for)
 
 
 def _looks_like_path(target: str) -> bool:
