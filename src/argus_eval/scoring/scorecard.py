@@ -23,6 +23,7 @@ from argus_eval.scoring.paired import Draws, Group, align, group_rows
 from argus_eval.scoring.pairs import PairRows
 from argus_eval.scoring.statistics import percentile_interval
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray
+from argus_eval.scoring.view import CellFacts
 
 Interval = tuple[float, float] | None
 
@@ -114,6 +115,7 @@ class _Rows:
     e_tasks: dict[tuple[str, str], FloatArray]
     floor: dict[CellKey, float]  # clean cells at or below chance (decided by row 0)
     draws: Draws  # the resample counts of these rows, by (task, dataset, ids)
+    facts: CellFacts  # the cells' chance levels and answer-format rates
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ def _rows(
     models: list[str],
     options: ScoringOptions,
     resamples: int,
-    chance: Mapping[CellKey, float | None],
+    facts: CellFacts,
 ) -> _Rows:
     """Cell score rows and every model's axis rows for the full sample plus `resamples` resamples."""
     scores: dict[CellKey, FloatArray] = {}
@@ -161,16 +163,18 @@ def _rows(
         scores.update(cell_rows)
         flips.update(flip_rows)
     expected = expected_datasets(list(scores))
-    floor = at_or_below_chance(scores, chance)
+    floor = at_or_below_chance(scores, facts.chance)
     e_values, e_tasks = eff.rows(models, options, resamples)
     left = {
         k: "shares no scored sample with the model's other cells there" for g in groups for k in g.left_out
     }
     rows = {
-        m: model_rows(m, scores, flips, e_values[m], options, expected, floor, 1 + resamples, left)
+        m: model_rows(
+            m, scores, flips, e_values[m], options, expected, floor, 1 + resamples, left, facts, e_tasks
+        )
         for m in models
     }
-    return _Rows(scores, rows, e_tasks, floor, draws)
+    return _Rows(scores, rows, e_tasks, floor, draws, facts)
 
 
 def _comparison(
@@ -184,7 +188,7 @@ def _comparison(
     """Every pair head to head on the samples both scored; claims withheld where a pair is incomplete
     or shares a clean cell whose answers mostly lack the asked-for form."""
     retention = {r.key: r.ratio for m in models for r in rows.models[m].retention}
-    pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws)
+    pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws, rows.facts)
     gates = {
         INCOMPLETE: incomplete_gate(coverage, options.claim_min_scored),
         WITHHELD: form.gate(models, pairs),
@@ -226,12 +230,13 @@ def _build(
     groups = align(cells)
     sizes = {a.cell.key: (len(g.ids), a.dropped) for g in groups for a in g.cells}
     chance = {c.key: c.chance for c in cells}
+    facts = CellFacts(chance, {c.key: c.format_rate for c in cells})
     scored_models = {k.model for k in sizes}
     models = sorted(scored_models | coverage.models())
     # The point values come from a run without resamples so they do not depend on the resample count
     # (not even in the last bit); the resample run repeats row 0 and adds the resamples.
-    point = _rows(groups, eff, models, options, 0, chance)
-    boot = _rows(groups, eff, models, options, resamples, chance) if resamples else None
+    point = _rows(groups, eff, models, options, 0, facts)
+    boot = _rows(groups, eff, models, options, resamples, facts) if resamples else None
 
     def interval(r: FloatArray | None) -> Interval:
         return percentile_interval(r, options.confidence)
@@ -268,7 +273,7 @@ def _build(
         )
         for k, v in sorted(point.scores.items())
     ]
-    form = format_gate({c.key: c.format_rate for c in cells}, options.min_format_rate)
+    form = format_gate(facts.formats, options.min_format_rate)
     comparison, common = _comparison(
         groups, boot if boot is not None else point, models, options, coverage, form
     )
