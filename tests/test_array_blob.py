@@ -51,7 +51,7 @@ def test_an_npz_blob_from_an_older_store_reads_the_same() -> None:
 
 
 def test_arrays_that_need_a_pickle_are_refused() -> None:
-    with pytest.raises(ValueError, match="'o'.*no pickled array"):
+    with pytest.raises(ValueError, match=r"'o'.*no pickled array"):
         pack({"o": np.array([{"a": 1}], dtype=object)})
     with pytest.raises(ValueError, match="'r'"):
         pack({"r": np.zeros(2, dtype=[("x", "<f4"), ("y", "<i4")])})

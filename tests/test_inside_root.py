@@ -28,6 +28,7 @@ def _layout(tmp_path: Path) -> Dataset:
     names = [
         "plain.jpg", "sub/plain.jpg", "file_out.jpg", "file_in.jpg", "folder_out/y.jpg",
         "folder_in/plain.jpg", "missing.jpg", "sub/missing.jpg", "folder_out/missing.jpg",
+        "x" * 300 + ".png",  # too long to stat: the plain check resolves it without an error
     ]  # fmt: skip
     samples = [Sample(sample_id=n, image=n) for n in names]
     return Dataset(name="links", samples=samples, image_root=linked_root, fingerprint="-")

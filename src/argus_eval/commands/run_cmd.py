@@ -259,7 +259,8 @@ def estimate_line(found: HarnessEstimate | None) -> str:
         )
     left = f"; not covered: {found.uncovered}" if found.uncovered else ""
     if found.uncovered_corruptions:
-        left += f"; not covered: {found.uncovered_corruptions:,} corruptions (no cost per corruption measured)"
+        n = found.uncovered_corruptions
+        left += f"; not covered: {n:,} corruptions (no cost per corruption measured)"
     return (
         f"estimate (harness only, this machine): {duration(found.seconds)}, from the harness cost per "
         f"record that {found.how} measured; each model's forward time comes on top (`argus profile` "

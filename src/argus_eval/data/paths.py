@@ -89,7 +89,11 @@ class InsideRoot:
             folder = self._folders.get(path.parent)
             if folder is None:
                 folder = self._folders[path.parent] = path.parent.resolve()
-        target = path.resolve() if path.is_symlink() else folder / path.name
+        try:
+            plain = not path.is_symlink()
+        except OSError:  # a name too long to stat, say: resolved in full, as image_inside_root does
+            plain = False
+        target = folder / path.name if plain else path.resolve()
         _refuse_target(dataset, sample, path, target, root)
         with self._lock:
             self._checked.add(path)
