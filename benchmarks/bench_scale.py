@@ -19,7 +19,7 @@ exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total s
 
 Without --sleep-ms it keeps, per task, the wall of its largest run over its records (ms per record)
 in ~/.cache/argus-eval/harness_cost.json, with this machine's processor and core count
-(runner/harness_cost.py). `argus run --dry-run` multiplies each task's planned records by it: its
+(runner/plan/harness_cost.py). `argus run --dry-run` multiplies each task's planned records by it: its
 estimate for a run of this benchmark's shape (clean retrieval on the 5,000 COCO-like images, the null
 model) is that run's wall by construction, and for another plan the same figures scaled by its records
 (clean inputs only: corrupting images or perturbing texts is not in them). To see that estimate for the
@@ -219,8 +219,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.sleep_ms == 0:
-        # the dry run's estimate on this machine (runner/harness_cost.py): the largest size per task
-        from argus_eval.runner.harness_cost import CALIBRATION, write_calibration
+        # the dry run's estimate on this machine (runner/plan/harness_cost.py): the largest size per task
+        from argus_eval.runner.plan.harness_cost import CALIBRATION, write_calibration
 
         largest = {r["task"]: r for r in rows}
         per = {t: r["wall_s"] * 1000 / max(r["records"], 1) for t, r in largest.items()}

@@ -166,3 +166,13 @@ def test_the_checks_see_a_cycle_and_a_forbidden_import() -> None:
     assert found == ["argus_eval.zoo.catalog"] and _wing(found[0]) == "zoo"
     allowed, _ = _allowed()
     assert "zoo" not in allowed["models"]
+
+
+def test_no_runner_folder_holds_more_than_twelve_modules() -> None:
+    # the runner is split by job (plan, inputs, execute, ray, judge, timing, score, write): a folder
+    # that grows past a dozen modules is one that lost its single job
+    folders = [ROOT / "runner", *(p.parent for p in (ROOT / "runner").rglob("*/__init__.py"))]
+    sizes = {
+        str(f.relative_to(ROOT)): len([p for p in f.glob("*.py") if p.name != "__init__.py"]) for f in folders
+    }
+    assert len(sizes) > 1 and {f: n for f, n in sizes.items() if n > 12} == {}

@@ -20,7 +20,7 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import results_text
 from argus_eval.runner import pipeline
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.local import ModelPool, weight_bytes
+from argus_eval.runner.execute.local import ModelPool, weight_bytes
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config

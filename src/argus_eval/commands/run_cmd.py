@@ -14,8 +14,8 @@ from argus_eval.errors import ConfigError
 from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
-from argus_eval.runner.dryrun_cost import RunCost
-from argus_eval.runner.harness_cost import HarnessEstimate, estimate
+from argus_eval.runner.plan.dryrun_cost import RunCost
+from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate
 
 # Exit status of a run that completed and wrote everything, but in which more than --max-failed of a
 # model's samples failed or did not run (bad input and fatal errors exit 2).
@@ -94,8 +94,8 @@ def run_command(
     (everything is written all the same), else 0."""
     cfg = configured(cfg_path, overrides)
     from argus_eval.report.build import write_reports
-    from argus_eval.runner.outputs import writing
     from argus_eval.runner.pipeline import run
+    from argus_eval.runner.write.outputs import writing
 
     out_dir = out or Path("runs") / cfg.name
 
@@ -269,7 +269,7 @@ def dry_run_plan(
     cfg_path: Path, console: Console, as_json: bool, overrides: dict[str, Any] | None = None
 ) -> None:
     """Print the plan (cells, sample counts, protocol of each model on each task) without running a model."""
-    from argus_eval.runner.dryrun import describe_plan
+    from argus_eval.runner.plan.dryrun import describe_plan
 
     rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
     found = estimate(cost.records_by_task)

@@ -19,22 +19,22 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.registry import Registry
 from argus_eval.results_model import Results, results_text
 from argus_eval.runner.config import RunSpec
-from argus_eval.runner.datasets import load_datasets
-from argus_eval.runner.execution import ExecutionRequest
-from argus_eval.runner.executors import EXECUTORS
+from argus_eval.runner.execute.execution import ExecutionRequest
+from argus_eval.runner.execute.executors import EXECUTORS
+from argus_eval.runner.execute.local import LOAD_ERRORS, PARK_BYTES, ExecStats, ModelPool
 from argus_eval.runner.gc_pause import building_long_lived, thawed_after
-from argus_eval.runner.judge_results import judges_block
-from argus_eval.runner.judging import JudgeStats, judge_plan, judge_setups
-from argus_eval.runner.local import LOAD_ERRORS, PARK_BYTES, ExecStats, ModelPool
-from argus_eval.runner.manifest import git_revision, hardware, out_dir_entry, package_versions
-from argus_eval.runner.outputs import prepare_out_dir, writing
-from argus_eval.runner.plan import Plan, build_plan
-from argus_eval.runner.profiling import Profiles, profile_plan
-from argus_eval.runner.results import build_results, timing_block
-from argus_eval.runner.score import keep_scored, rejected_parts, score_cells, write_samples
-from argus_eval.runner.skipped import skip_notes, write_skipped
+from argus_eval.runner.judge.judge_results import judges_block
+from argus_eval.runner.judge.judging import JudgeStats, judge_plan, judge_setups
+from argus_eval.runner.plan.datasets import load_datasets
+from argus_eval.runner.plan.plan import Plan, build_plan
+from argus_eval.runner.score.results import build_results, timing_block
+from argus_eval.runner.score.score import keep_scored, rejected_parts, score_cells, write_samples
 from argus_eval.runner.store import Store
 from argus_eval.runner.threads import plan_threads, using
+from argus_eval.runner.timing.profiling import Profiles, profile_plan
+from argus_eval.runner.write.manifest import git_revision, hardware, out_dir_entry, package_versions
+from argus_eval.runner.write.outputs import prepare_out_dir, writing
+from argus_eval.runner.write.skipped import skip_notes, write_skipped
 from argus_eval.tasks.registry import make_tasks
 
 
@@ -266,7 +266,7 @@ def run(
         **({"judge": judged.to_json()} if plan.judges else {}),
         # a named METEOR server's refusals and spot checks (this process's, metrics/meteor_remote.py)
         **({"meteor": meteor} if (meteor := meteor_events()) else {}),
-        # kept scored parts found damaged (digest, decode, non-finite) and recomputed (runner/score_cache.py)
+        # kept scored parts found damaged (digest, decode, non-finite), recomputed (runner/score/score_cache.py)
         **({"scored_parts_rejected": rejected} if (rejected := rejected_parts(scored)) else {}),
         # kept region features found damaged, deleted and extracted again, by reason (runner/store.py)
         **({"features_rejected": features_rejected} if features_rejected else {}),
