@@ -2,7 +2,7 @@
 
 The scorecard blocks (models, rankings, gap, scorecard_cells, bootstrap) come from the real scoring wing
 run on synthetic per-sample scores, so their shapes are exactly those a real run writes; the per-cell
-summaries, manifest and samples.jsonl follow runner/score/score.py and runner/pipeline.py.
+summaries, manifest and samples.jsonl follow runner/score/score.py and runner/write/run_files.py.
 """
 
 from __future__ import annotations

@@ -47,8 +47,8 @@ def test_cells_a_substitute_cannot_serve_are_left_out_and_named(tmp_path: Path) 
 
 def test_a_ray_worker_reports_a_cell_it_cannot_run_instead_of_failing(tmp_path: Path) -> None:
     from argus_eval.models.loading import load_model
-    from argus_eval.runner.execute.local import ModelPool
-    from argus_eval.runner.pipeline import plan_run
+    from argus_eval.runner.execute.pool import ModelPool
+    from argus_eval.runner.plan.planning import plan_run
     from argus_eval.runner.ray.worker import ModelWorker
     from argus_eval.runner.store import Store
 

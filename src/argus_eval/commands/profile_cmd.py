@@ -82,8 +82,8 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
     from argus_eval.models.secrets import redact_text
     from argus_eval.perturb.conditions import CLEAN
     from argus_eval.runner.config import parse_config
-    from argus_eval.runner.execute.local import ModelPool
-    from argus_eval.runner.pipeline import plan_run
+    from argus_eval.runner.execute.pool import ModelPool
+    from argus_eval.runner.plan.planning import plan_run
     from argus_eval.runner.score.results import projections
     from argus_eval.runner.store import Store
     from argus_eval.runner.timing.profiling import profile_plan

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:  # light at run time: the run config reads ExecutorOptions before any runner code
     from argus_eval.models.protocols import Model
     from argus_eval.models.spec import ModelConfig
-    from argus_eval.runner.execute.local import ExecStats, ModelPool
+    from argus_eval.runner.execute.local import ExecStats
+    from argus_eval.runner.execute.pool import ModelPool
     from argus_eval.runner.plan.plan import Plan
     from argus_eval.runner.store import Store
 

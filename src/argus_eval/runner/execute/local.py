@@ -15,23 +15,22 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from argus_eval.data.types import Sample
-from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.errors import (
     CapabilityError,
-    CheckpointError,
     ModelCallError,
-    ModelLoadError,
     PerturbationError,
     SampleError,
     StrictModeError,
 )
 from argus_eval.models.feature_cache import bind_feature_cache
+from argus_eval.models.loading import is_served
 from argus_eval.models.protocols import Model
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import controls
 from argus_eval.perturb.conditions import derive_seed
 from argus_eval.runner.execute.ahead import Ahead, window
+from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
 from argus_eval.runner.execute.stamps import input_stamps, pending
 from argus_eval.runner.execute.usage import attach_usage
 from argus_eval.runner.inputs.context import ExecutionContext
@@ -44,16 +43,6 @@ from argus_eval.runner.plan.plan import Cell, Plan
 from argus_eval.runner.store import Store
 from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.records import Record
-
-ModelLoader = Callable[[ModelConfig], Model]
-
-# What "cannot load" means: the run names the model with the reason and goes on with the others.
-LOAD_ERRORS = (ModelLoadError, CheckpointError)
-
-# Weight bytes a pool may keep loaded after execution for the timing trials (pipeline.py): 1 GiB holds
-# every zoo checkpoint many times over (each under 5 MB), while a real 3B model (6 GB in bfloat16) is
-# released after its last batch as before, so parking never holds the memory of a large model.
-PARK_BYTES = 1 << 30
 
 
 @dataclass
@@ -74,110 +63,6 @@ class ExecStats:
     call_logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # images decoded, corruptions computed and reused (memory, disk), damaged entries (run_log.json)
     inputs: dict[str, int] = field(default_factory=dict)
-
-
-class ModelPool:
-    """Loads each model at most once per run, and only when it has work to do.
-
-    Keyed by the checkpoint config (ModelConfig.load_key), not the row name: a composite model's
-    checkpoints are separate models, each loaded when its task needs it and released after.
-    park_bytes: weight bytes of models whose work is done (``done``) that the pool may keep loaded
-    ("parked") for a later get instead of releasing them; 0 releases every one at once."""
-
-    def __init__(self, loader: ModelLoader, park_bytes: int = 0) -> None:
-        self._loader = loader
-        self._models: dict[str, Model] = {}
-        self._park_bytes = park_bytes
-        self._parked: dict[str, int] = {}  # load_key -> weight bytes, of models kept after their work
-        self.closed_calls = 0
-        self.closed_cut = 0
-        self.closed_padded = 0
-        self.call_logs: dict[str, list[dict[str, Any]]] = {}
-        self.on_load: Callable[[], None] = lambda: None  # after each load (the run's torch threads)
-
-    @property
-    def loader(self) -> ModelLoader:
-        """How this pool loads a model (remote executors give it to their workers)."""
-        return self._loader
-
-    def get(self, cfg: ModelConfig) -> Model:
-        """The loaded model of cfg; a load error names the model, task and key path of cfg's setting."""
-        key = cfg.load_key()
-        if key not in self._models:
-            with cfg.located():
-                self._models[key] = self._loader(cfg)
-            self.on_load()
-        return self._models[key]
-
-    def release(self, cfg: ModelConfig) -> None:
-        self._release(cfg.load_key())
-
-    def done(self, cfg: ModelConfig) -> None:
-        """cfg's work is done for now: kept loaded (parked) while its weights fit what is left of the
-        parking budget, so that a later get finds it loaded; else (or its size unknown) released."""
-        key = cfg.load_key()
-        m = self._models.get(key)
-        if m is None or key in self._parked:
-            return
-        size = weight_bytes(m)
-        if size is not None and sum(self._parked.values()) + size <= self._park_bytes:
-            self._parked[key] = size
-            return
-        self._release(key)
-
-    @property
-    def parked(self) -> list[str]:
-        """Load keys of the models kept loaded after their work (``done``), in parking order."""
-        return list(self._parked)
-
-    def _release(self, key: str) -> None:
-        self._parked.pop(key, None)
-        m = self._models.pop(key, None)
-        if m is not None:
-            self.closed_calls += m.forward_calls
-            self.closed_cut += _answers_cut(m)
-            self.closed_padded += _regions_padded(m)
-            log = getattr(m, "call_log", None)  # optional: adapters that log their calls (served ones)
-            if isinstance(log, dict):
-                self.call_logs.setdefault(m.info.name, []).append(log)
-            m.close()
-
-    @property
-    def forward_calls(self) -> int:
-        return self.closed_calls + sum(m.forward_calls for m in self._models.values())
-
-    @property
-    def answers_cut(self) -> int:
-        """Answers cut to their model's length cap (adapters that cap count them)."""
-        return self.closed_cut + sum(_answers_cut(m) for m in self._models.values())
-
-    @property
-    def regions_padded(self) -> int:
-        """Images whose detector regions were padded (adapters that pad count them)."""
-        return self.closed_padded + sum(_regions_padded(m) for m in self._models.values())
-
-    def close(self) -> None:
-        """Release every loaded model (the pool stays usable: a later get loads again)."""
-        for key in list(self._models):
-            self._release(key)
-
-
-def weight_bytes(model: Model) -> int | None:
-    """Bytes of a loaded model's weights (params x bytes per parameter of its dtype); None when unknown
-    or held elsewhere (a served model)."""
-    info = model.info
-    per = DTYPE_BYTES.get(info.dtype)
-    if info.params is None or per is None or info.device == "remote":
-        return None
-    return info.params * per
-
-
-def _answers_cut(model: Model) -> int:
-    return int(getattr(model, "answers_cut", 0))  # optional: only adapters that cap answers count
-
-
-def _regions_padded(model: Model) -> int:
-    return int(getattr(model, "regions_padded", 0))  # optional: only region readers count
 
 
 def batches(cell: Cell, batch_size: int) -> Iterator[list[int]]:
@@ -280,9 +165,9 @@ def rerun_in_batch(
     models only).
 
     A local model runs the whole batch (padding and batched kernels make an answer depend, in the last
-    float bits, on its batch-mates), so a recomputed record equals a fresh run's exactly; a remote
+    float bits, on its batch-mates), so a recomputed record equals a fresh run's exactly; a served
     model answers each request alone and runs only the wanted positions."""
-    local = model.info.device != "remote"
+    local = not is_served(cell.model)
     if inputs is not None and local:
         records = infer_batch(cell, model, inputs, helpers)
     else:
@@ -307,6 +192,149 @@ def _one_by_one(
     return out
 
 
+# (cell, its fixed batch, the positions of that batch to (re)write)
+Todo = tuple[Cell, list[int], set[int]]
+
+
+def _todo(
+    plan: Plan, store: Store, run_seed: int, ctx: ExecutionContext, stats: ExecStats
+) -> tuple[list[Todo], dict[str, dict[str, str]]]:
+    """Every fixed batch holding a position the store lacks (or holds stale, or failed when retried),
+    in plan order, and each cell's input stamps; stale and retried records are counted in stats."""
+    todo: list[Todo] = []
+    stamps: dict[str, dict[str, str]] = {}
+    for cell in plan.cells:
+        store.describe_cell(cell.key, cell.describe())
+        stamps[cell.key] = input_stamps(cell, run_seed, swap_partners(cell, run_seed, ctx.partners))
+        due = pending(cell, store, stamps[cell.key], plan.retry_failed)
+        stats.stale += due.stale
+        stats.retried += due.retried
+        missing = set(due.positions)
+        for pos in batches(cell, cell.model.batch_size):
+            if any(i in missing for i in pos):
+                todo.append((cell, pos, {i for i in pos if i in missing}))
+    return todo, stamps
+
+
+def _progress(quiet: bool, total: int) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        disable=quiet or total == 0,
+        transient=True,
+    )
+
+
+@dataclass
+class _Batches:
+    """The local executor's loop over its batches: what is left to do, where records go, the batches
+    sent ahead (served models) or prepared ahead (local ones), and what it gave up on."""
+
+    plan: Plan
+    store: Store
+    pool: ModelPool
+    run_seed: int
+    strict: bool
+    ctx: ExecutionContext
+    todo: list[Todo]
+    stamps: dict[str, dict[str, str]]
+    stats: ExecStats
+    workers: int  # threads that prepare a local model's next batches
+    ahead: Ahead[list[Record]]
+    prefetch: Ahead[Inputs]
+    left_out: set[str] = field(default_factory=set)  # cells whose inputs the task cannot use: plan.skipped
+    dead: set[str] = field(default_factory=set)  # checkpoints that failed to load here (from a stored info)
+    # every model a cell loads (its checkpoint and helpers) is done after the last batch that uses it
+    last_use: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.last_use = {m.load_key(): k for k, (c, _, _) in enumerate(self.todo) for m in c.models}
+
+    def load(self, cell: Cell) -> tuple[Model, list[Model]] | None:
+        """The cell's model and helpers, loaded; None when its checkpoint cannot load (named in the plan;
+        fatal with strict)."""
+        if cell.model.load_key() in self.dead:
+            return None
+        try:
+            model = self.pool.get(cell.model)
+            helpers = [self.pool.get(h) for h in cell.helpers]
+            bind_feature_cache(model, self.ctx.features)
+        except LOAD_ERRORS as e:
+            if self.strict:
+                raise
+            self.dead.add(cell.model.load_key())
+            self.plan.not_loadable(cell.model, redact_text(str(e)))
+            return None
+        return model, helpers
+
+    def records(self, k: int, model: Model, helpers: list[Model]) -> list[Record]:
+        """Batch k's records: sent ahead, prepared ahead or run now; none when its cell is left out."""
+        cell, pos, wanted = self.todo[k]
+        keys = [m.load_key() for m in cell.models]
+
+        def eligible(j: int) -> bool:
+            todo = self.todo
+            return (
+                j < len(todo)
+                and todo[j][0].key not in self.left_out
+                and keys == [m.load_key() for m in todo[j][0].models]
+            )
+
+        def work(j: int) -> list[Record]:
+            c, p, w = self.todo[j]
+            return rerun_in_batch(c, model, p, w, self.run_seed, self.ctx, helpers)
+
+        def inputs_of(j: int) -> Inputs:
+            return prepare_batch(self.todo[j][0], self.todo[j][1], self.run_seed, self.ctx)
+
+        width = window([model, *helpers], len(pos))
+        # a served model's next batches go out while this one is in flight (runner/execute/ahead.py); a
+        # local model's next batches are decoded and perturbed while it runs this one
+        self.ahead.fill(k, width, eligible, work)
+        if width == 1 and not is_served(cell.model):
+            self.prefetch.fill(k, self.workers + 1, eligible, inputs_of)
+        sent, ready = self.ahead.take(k), self.prefetch.take(k)
+        if cell.key in self.left_out:
+            return []
+        try:
+            if sent is not None:
+                return sent.result()
+            if ready is not None:
+                return rerun_in_batch(
+                    cell, model, pos, wanted, self.run_seed, self.ctx, helpers, ready.result()
+                )
+            return work(k)
+        except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
+            self.left_out.add(cell.key)
+            self.plan.leave_out(cell, str(e))
+            return []
+
+    def write(self, cell: Cell, records: list[Record]) -> None:
+        """One batch's records in one transaction, counted; with strict, a failed record is fatal."""
+        failed = [r for r in records if r.error is not None]
+        if failed and self.strict:
+            raise StrictModeError(f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set")
+        if records:
+            self.store.write(cell.key, records, self.stamps[cell.key])
+        self.stats.records_written += len(records)
+        self.stats.failed += len(failed)
+
+    def finish(
+        self, k: int, model: Model, on_model_done: Callable[[ModelConfig, Model], None] | None
+    ) -> None:
+        """After batch k: the models whose last batch it was are done (on_model_done for the cell's own)."""
+        cell = self.todo[k][0]
+        if self.last_use[cell.model.load_key()] == k:
+            self.stats.models_loaded.append(cell.model.name)
+            if on_model_done is not None:
+                on_model_done(cell.model, model)
+        for m in cell.models:
+            if self.last_use[m.load_key()] == k:
+                self.pool.done(m)  # released, or kept for the timing trials where the pool parks it
+
+
 def execute(
     plan: Plan,
     store: Store,
@@ -328,110 +356,27 @@ def execute(
     # rerun adding a model, reads them back instead of corrupting every image again
     images = ImageCache(disk=PerturbedStore(store.path.parent / "perturbed"))
     ctx = ExecutionContext(images=images, features=StoredFeatures(store))
-    # (cell, its fixed batch, the positions of that batch to (re)write)
-    todo: list[tuple[Cell, list[int], set[int]]] = []
-    stamps: dict[str, dict[str, str]] = {}
-    for cell in plan.cells:
-        store.describe_cell(cell.key, cell.describe())
-        stamps[cell.key] = input_stamps(cell, run_seed, swap_partners(cell, run_seed, ctx.partners))
-        due = pending(cell, store, stamps[cell.key], plan.retry_failed)
-        stats.stale += due.stale
-        stats.retried += due.retried
-        missing = set(due.positions)
-        for pos in batches(cell, cell.model.batch_size):
-            if any(i in missing for i in pos):
-                todo.append((cell, pos, {i for i in pos if i in missing}))
-    left_out: set[str] = set()  # cells whose inputs the task cannot use: named in plan.skipped
+    todo, stamps = _todo(plan, store, run_seed, ctx, stats)
     total = sum(len(w) for _, _, w in todo)
-    # every model a cell loads (its checkpoint and helpers) is done after the last batch that uses it
-    last_use = {m.load_key(): k for k, (c, _, _) in enumerate(todo) for m in c.models}
     with (
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            disable=quiet or total == 0,
-            transient=True,
-        ) as progress,
+        _progress(quiet, total) as progress,
         closing(Ahead[list[Record]]()) as ahead,
         closing(Ahead[Inputs](workers, "argus-inputs")) as prefetch,
     ):
+        loop = _Batches(
+            plan, store, pool, run_seed, strict, ctx, todo, stamps, stats, workers, ahead, prefetch
+        )
         bar = progress.add_task("evaluating", total=total)
-        dead: set[str] = set()  # checkpoints that failed to load here (planned from a stored model info)
-        for k, (cell, pos, wanted) in enumerate(todo):
+        for k, (cell, _, wanted) in enumerate(todo):
             progress.update(
                 bar, description=f"{cell.model.name} {cell.task.name} {cell.dataset.name} {cell.condition.id}"
             )
-            if cell.model.load_key() in dead:
-                progress.advance(bar, len(wanted))
-                continue
-            try:
-                model = pool.get(cell.model)
-                helpers = [pool.get(h) for h in cell.helpers]
-                bind_feature_cache(model, ctx.features)
-            except LOAD_ERRORS as e:
-                if strict:
-                    raise
-                dead.add(cell.model.load_key())
-                plan.not_loadable(cell.model, redact_text(str(e)))
-                progress.advance(bar, len(wanted))
-                continue
-            keys = [m.load_key() for m in cell.models]
-
-            def eligible(j: int, keys: list[str] = keys) -> bool:
-                return (
-                    j < len(todo)
-                    and todo[j][0].key not in left_out
-                    and keys == [m.load_key() for m in todo[j][0].models]
-                )
-
-            def work(j: int, model: Model = model, helpers: list[Model] = helpers) -> list[Record]:
-                c, p, w = todo[j]
-                return rerun_in_batch(c, model, p, w, run_seed, ctx, helpers)
-
-            def inputs_of(j: int) -> Inputs:
-                return prepare_batch(todo[j][0], todo[j][1], run_seed, ctx)
-
-            width = window([model, *helpers], len(pos))
-            # a served model's next batches go out while this one is in flight (runner/execute/ahead.py); a
-            # local model's next batches are decoded and perturbed while it runs this one
-            ahead.fill(k, width, eligible, work)
-            if width == 1 and model.info.device != "remote":
-                prefetch.fill(k, workers + 1, eligible, inputs_of)
-            sent, ready = ahead.take(k), prefetch.take(k)
-            if cell.key in left_out:
-                records = []
-            else:
-                try:
-                    if sent is not None:
-                        records = sent.result()
-                    elif ready is not None:
-                        c, p, w = todo[k]
-                        records = rerun_in_batch(c, model, p, w, run_seed, ctx, helpers, ready.result())
-                    else:
-                        records = work(k)
-                except CapabilityError as e:  # e.g. a substitute protocol the dataset gives no inputs
-                    left_out.add(cell.key)
-                    plan.leave_out(cell, str(e))
-                    records = []
-            failed = [r for r in records if r.error is not None]
-            if failed and strict:
-                raise StrictModeError(
-                    f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set"
-                )
-            if records:
-                store.write(cell.key, records, stamps[cell.key])
-            stats.records_written += len(records)
-            stats.failed += len(failed)
+            loaded = loop.load(cell)
+            if loaded is not None:
+                loop.write(cell, loop.records(k, *loaded))
             progress.advance(bar, len(wanted))
-            if last_use[cell.model.load_key()] == k:
-                stats.models_loaded.append(cell.model.name)
-                if on_model_done is not None:
-                    on_model_done(cell.model, model)
-            for m in cell.models:
-                if last_use[m.load_key()] == k:
-                    pool.done(m)  # released, or kept for the timing trials where the pool parks it
+            if loaded is not None:
+                loop.finish(k, loaded[0], on_model_done)
     stats.forward_calls = pool.forward_calls
     stats.answers_cut = pool.answers_cut
     stats.call_logs = pool.call_logs

@@ -32,7 +32,7 @@ from argus_eval.errors import (
 from argus_eval.models.protocols import GENERATE, Generator, generates
 from argus_eval.models.secrets import redact_text
 from argus_eval.perturb.conditions import CLEAN
-from argus_eval.runner.execute.local import LOAD_ERRORS, ModelPool
+from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
 from argus_eval.runner.inputs.images import ImageCache
 from argus_eval.runner.inputs.prepare import prepare
 from argus_eval.runner.plan.plan import Cell, Plan

@@ -28,7 +28,8 @@ from argus_eval.errors import ArgusError, ConfigError, ExecutorError, StrictMode
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.execute.execution import ExecutionRequest
-from argus_eval.runner.execute.local import ExecStats, ModelLoader, batches, swap_partners
+from argus_eval.runner.execute.local import ExecStats, batches, swap_partners
+from argus_eval.runner.execute.pool import ModelLoader
 from argus_eval.runner.execute.stamps import input_stamps, pending
 from argus_eval.runner.plan.plan import Cell, Plan
 from argus_eval.runner.ray.cluster import check_resources, check_versions, connected

@@ -24,10 +24,11 @@ from argus_eval.efficiency.trials import TaskTiming, Trial, measure_memory_mb, m
 from argus_eval.efficiency.work import count_work, passes_from_json, passes_to_json
 from argus_eval.errors import ArgusError, SampleError
 from argus_eval.models import embed_memo
+from argus_eval.models.loading import is_served
 from argus_eval.models.protocols import Model
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import RunSpec
-from argus_eval.runner.execute.local import ModelPool
+from argus_eval.runner.execute.pool import ModelPool
 from argus_eval.runner.inputs.gallery import with_gallery
 from argus_eval.runner.inputs.images import ImageCache
 from argus_eval.runner.inputs.prepare import prepare
@@ -35,9 +36,6 @@ from argus_eval.runner.plan.plan import Cell, Plan
 from argus_eval.runner.store import Store
 from argus_eval.runner.timing.trial_stop import StopRecord, e_widths, narrow_enough
 from argus_eval.tasks.base import Prepared
-
-# Families whose figures would describe the client process and the network, not the model.
-_REMOTE_FAMILIES = frozenset({"openai-compatible-api"})
 
 
 @dataclass
@@ -322,7 +320,7 @@ def _loader(pool: ModelPool, out: Profiles) -> Loader:
         except (ArgusError, RuntimeError, OSError) as exc:
             out.undefined[name] = f"could not load the model to time it ({exc})"
             return None
-        if model.info.family in _REMOTE_FAMILIES:  # never has stored trials: it is loaded before any
+        if is_served(cell.model):  # never has stored trials: it is loaded before any
             out.undefined[name] = (
                 "served model: timings and memory would describe this client and the network, not the model"
             )
