@@ -16,7 +16,6 @@ from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
 from argus_eval.scoring.types import CellData
 
@@ -65,14 +64,12 @@ def main() -> None:
     t1 = time.perf_counter()
     compute_scorecard(cells, profiles, opts)
     t2 = time.perf_counter()
-    sc = bootstrap_scorecard(cells, profiles, opts)
+    bootstrap_scorecard(cells, profiles, opts)  # the scorecard as results.json holds it
     t3 = time.perf_counter()
-    scorecard_blocks(sc, {})  # the scorecard as results.json holds it
-    t4 = time.perf_counter()
     print(
         f"{len(cells)} cells x {args.samples} samples, {args.resamples} resamples: "
         f"build cells {t1 - t0:.2f} s, point scorecard {t2 - t1:.2f} s, "
-        f"bootstrap scorecard {t3 - t2:.2f} s, results blocks {t4 - t3:.2f} s"
+        f"bootstrap scorecard {t3 - t2:.2f} s"
     )
 
 

@@ -19,10 +19,12 @@ exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total s
 
 Without --sleep-ms it keeps, per task, the wall of its largest run over its records (ms per record)
 in ~/.cache/argus-eval/harness_cost.json, with this machine's processor and core count
-(runner/plan/harness_cost.py). `argus run --dry-run` multiplies each task's planned records by it: its
-estimate for a run of this benchmark's shape (clean retrieval on the 5,000 COCO-like images, the null
-model) is that run's wall by construction, and for another plan the same figures scaled by its records
-(clean inputs only: corrupting images or perturbing texts is not in them). To see that estimate for the
+(runner/plan/harness_cost.py), and what one corruption adds: clean retrieval on 1/16 of the images again
+with the default perturbations, its wall beyond its records' cost over the corruptions it computed.
+`argus run --dry-run` multiplies each task's planned records and the run's corruptions by those figures.
+`--check-estimate` tests that on a run of another shape (two null models, retrieval and captioning on a
+quarter of the images, the default perturbations and the controls): it prints the dry run's estimate,
+the measured wall and their ratio (target: within 1.5x). To see that estimate for the
 paper's plan without its data: benchmarks/paper_layout.py writes the paper's layout, and docs/gpu.md
 (section 4) gives the dry run. The data writers are those of benchmarks/synthetic_sets.py.
 """
@@ -110,52 +112,83 @@ def _dataset(task: str, cache: Path, fraction: float) -> dict[str, Any]:
     }
 
 
-def one_run(task: str, cache: Path, fraction: float, sleep_ms: float, batch: int) -> dict[str, Any]:
-    """One clean run of task at fraction of its set in this process: the figures above."""
+def one_run(
+    task: str,
+    cache: Path,
+    fraction: float,
+    sleep_ms: float,
+    batch: int,
+    models: tuple[str, ...] = ("null",),
+    perturbations: tuple[dict[str, Any], ...] = (),
+    tasks: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """One run of task (and `tasks` beside it) at fraction of its set in this process, clean unless
+    perturbations are given, with one null model per name in models: the figures above."""
     from argus_eval.models.loading import load_model
     from argus_eval.models.protocols import Model
     from argus_eval.models.spec import ModelConfig
-    from argus_eval.runner.config import parse_config
     from argus_eval.runner.pipeline import run
 
-    models: list[Any] = []
+    loaded: list[Any] = []
 
     def loader(cfg: ModelConfig) -> Model:
         m = load_model(cfg)
-        models.append(m)
+        loaded.append(m)
         return m
 
-    cfg = {
-        "name": "bench-scale",
-        "seed": 0,
-        "cache_dir": str(cache / "argus-cache"),
-        "models": [
-            {"name": "null", "spec": "null:bench", "batch_size": batch, "options": {"sleep_ms": sleep_ms}}
-        ],
-        "datasets": [_dataset(task, cache, fraction)],
-        "tasks": [task],
-        "scoring": {"resamples": 1000},
-        "efficiency": {"enabled": False},
-    }
+    spec = run_spec(task, cache, fraction, sleep_ms, batch, models, perturbations, tasks)
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = time.process_time(), time.perf_counter()
-        outcome = run(parse_config(cfg, "bench"), Path(tmp) / "out", quiet=True, loader=loader)
+        outcome = run(spec, Path(tmp) / "out", quiet=True, loader=loader)
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         log = json.loads((Path(tmp) / "out" / "run_log.json").read_text())
-    model_s = sum(m.busy_s_total for m in models)
+    model_s = sum(m.busy_s_total for m in loaded)
     records = outcome.stats.records_written
     return {
-        "task": task,
+        "task": "+".join((task, *tasks)),
         "fraction": fraction,
         "records": records,
         "wall_s": round(wall, 3),
         "cpu_s": round(cpu, 3),
         "model_s": round(model_s, 3),
-        "sleep_s": round(sum(m.sleep_s_total for m in models), 3),
+        "sleep_s": round(sum(m.sleep_s_total for m in loaded), 3),
         "harness_ms_per_record": round(1000 * (wall - model_s) / max(records, 1), 4),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "phases": log["phase_seconds"],
+        "corruptions": log.get("corruptions", {}).get("computed", 0),
     }
+
+
+def run_spec(
+    task: str,
+    cache: Path,
+    fraction: float,
+    sleep_ms: float,
+    batch: int,
+    models: tuple[str, ...] = ("null",),
+    perturbations: tuple[dict[str, Any], ...] = (),
+    tasks: tuple[str, ...] = (),
+) -> Any:
+    """The run's validated config (a RunSpec): what one_run runs and the dry run of --check-estimate plans."""
+    from argus_eval.runner.config import parse_config
+
+    names = (task, *tasks)
+    datasets = {json.dumps(_dataset(t, cache, fraction), sort_keys=True) for t in names}
+    cfg = {
+        "name": "bench-scale",
+        "seed": 0,
+        "cache_dir": str(cache / "argus-cache"),
+        "models": [
+            {"name": n, "spec": f"null:{n}", "batch_size": batch, "options": {"sleep_ms": sleep_ms}}
+            for n in models
+        ],
+        "datasets": [json.loads(d) for d in sorted(datasets)],
+        "tasks": list(names),
+        "perturbations": list(perturbations),
+        "scoring": {"resamples": 1000},
+        "efficiency": {"enabled": False},
+    }
+    return parse_config(cfg, "bench")
 
 
 def _exponent(sizes: list[float], times: list[float]) -> float:
@@ -176,13 +209,23 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--cache", type=Path, default=default_cache())
     ap.add_argument("--json", type=Path, help="also write every figure here")
-    ap.add_argument("--one", help=argparse.SUPPRESS)  # "task:fraction": one run in this process
+    ap.add_argument(
+        "--check-estimate",
+        action="store_true",
+        help="only compare the dry run's estimate with the measured wall of a run of another shape",
+    )
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # one run in this process: one_run's arguments as JSON
     args = ap.parse_args()
     if args.one:
-        task, fraction = args.one.split(":")
-        print(json.dumps(one_run(task, args.cache, float(fraction), args.sleep_ms, args.batch_size)))
+        kw = json.loads(args.one)
+        kw["models"], kw["perturbations"] = tuple(kw["models"]), tuple(kw["perturbations"])
+        kw["tasks"] = tuple(kw["tasks"])
+        print(json.dumps(one_run(cache=args.cache, sleep_ms=args.sleep_ms, batch=args.batch_size, **kw)))
         return
     scale = 0.1 if args.quick else 1.0
+    if args.check_estimate:
+        check_estimate(args, scale)
+        return
     t0 = time.perf_counter()
     write_coco(args.cache / "coco", COCO_IMAGES)
     write_clevr(args.cache / "clevr", CLEVR_QUESTIONS)
@@ -193,19 +236,9 @@ def main() -> None:
         task_rows = []
         for s in sizes:
             fraction = scale * s / max(sizes)
-            cmd = [sys.executable, __file__, "--one", f"{task}:{fraction}", "--cache", str(args.cache)]
-            cmd += ["--sleep-ms", str(args.sleep_ms), "--batch-size", str(args.batch_size)]
-            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-            row = json.loads(done.stdout.strip().splitlines()[-1])
+            row = _fresh_run(args, task=task, fraction=fraction)
             task_rows.append(row)
-            phases = " ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
-            print(
-                f"{task:10s} {row['records']:>8d} records  wall {row['wall_s']:8.2f} s"
-                f"  cpu {row['cpu_s']:8.2f} s"
-                f"  model {row['model_s']:7.2f} s  harness {row['harness_ms_per_record']:.3f} ms/record"
-                f"  peak {row['peak_rss_mb']:7.0f} MB  [{phases}]",
-                flush=True,
-            )
+            _print_row(row)
             if args.sleep_ms > 0:
                 print(f"{'':10s} wall / total sleep = {row['wall_s'] / max(row['sleep_s'], 1e-9):.3f}")
         if len(task_rows) > 1:
@@ -219,14 +252,82 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.sleep_ms == 0:
-        # the dry run's estimate on this machine (runner/plan/harness_cost.py): the largest size per task
-        from argus_eval.runner.plan.harness_cost import CALIBRATION, write_calibration
+        _calibrate(args, rows, scale)
 
-        largest = {r["task"]: r for r in rows}
-        per = {t: r["wall_s"] * 1000 / max(r["records"], 1) for t, r in largest.items()}
-        size = "quick sizes" if args.quick else "full sizes"
-        write_calibration(per, f"bench_scale ({size}, {time.strftime('%Y-%m-%d')})")
-        print(f"harness cost per record written to {CALIBRATION}: " + json.dumps(per))
+
+def _fresh_run(args: argparse.Namespace, **kw: Any) -> dict[str, Any]:
+    """one_run(**kw) in a fresh process (so that every run starts cold, as a user's does)."""
+    kw = {"models": ["null"], "perturbations": [], "tasks": [], **kw}
+    cmd = [sys.executable, __file__, "--one", json.dumps(kw), "--cache", str(args.cache)]
+    cmd += ["--sleep-ms", str(args.sleep_ms), "--batch-size", str(args.batch_size)]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return row
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    phases = " ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
+    print(
+        f"{row['task']:10s} {row['records']:>8d} records  wall {row['wall_s']:8.2f} s"
+        f"  cpu {row['cpu_s']:8.2f} s"
+        f"  model {row['model_s']:7.2f} s  harness {row['harness_ms_per_record']:.3f} ms/record"
+        f"  peak {row['peak_rss_mb']:7.0f} MB  [{phases}]",
+        flush=True,
+    )
+
+
+def _calibrate(args: argparse.Namespace, rows: list[dict[str, Any]], scale: float) -> None:
+    """The dry run's estimate on this machine (runner/plan/harness_cost.py): wall per record of the largest
+    size per task, and what a corruption adds: clean retrieval at 1/16 of the images again with the
+    default perturbations, its wall beyond its records' cost over the corruptions it computed."""
+    from argus_eval.runner.plan.harness_cost import CALIBRATION, write_calibration
+
+    largest = {r["task"]: r for r in rows}
+    per = {t: r["wall_s"] * 1000 / max(r["records"], 1) for t, r in largest.items()}
+    per_corruption = None
+    if "retrieval" in per:
+        row = _fresh_run(args, task="retrieval", fraction=scale / 16, perturbations=[{"preset": "default"}])
+        _print_row(row)
+        beyond = row["wall_s"] * 1000 - row["records"] * per["retrieval"]
+        per_corruption = max(0.0, beyond) / max(row["corruptions"], 1)
+        print(f"{'':10s} {row['corruptions']} corruptions: {per_corruption:.3f} ms each beyond the records")
+    size = "quick sizes" if args.quick else "full sizes"
+    how = f"bench_scale ({size}, {time.strftime('%Y-%m-%d')})"
+    write_calibration(per, how, per_corruption_ms=per_corruption)
+    print(f"harness cost per record written to {CALIBRATION}: " + json.dumps(per))
+
+
+def check_estimate(args: argparse.Namespace, scale: float) -> None:
+    """The dry run's estimate against the measured wall of a run of another shape than the calibration's:
+    two null models, retrieval and captioning on 1/4 of the COCO-like images, the default perturbations
+    and the controls (blank, swap)."""
+    from argus_eval.runner.plan.dryrun import describe_plan
+    from argus_eval.runner.plan.harness_cost import estimate
+
+    shape: dict[str, Any] = {
+        "task": "retrieval",
+        "tasks": ["captioning"],
+        "fraction": scale / 4,
+        "models": ["null-a", "null-b"],
+        "perturbations": [{"preset": "default"}, {"preset": "controls"}],
+    }
+    write_coco(args.cache / "coco", COCO_IMAGES)
+    spec = run_spec(
+        cache=args.cache, sleep_ms=args.sleep_ms, batch=args.batch_size,
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in shape.items()},
+    )  # fmt: skip
+    cost = describe_plan(spec)[3]
+    found = estimate(cost.records_by_task, corruptions=cost.corruptions)
+    if found is None:
+        raise SystemExit("no calibration for this machine: run `python benchmarks/bench_scale.py` first")
+    row = _fresh_run(args, **shape)
+    _print_row(row)
+    print(
+        f"dry run: {sum(cost.records_by_task.values())} records, {cost.corruptions} corruptions -> estimate "
+        f"{found.seconds:.1f} s ({found.how}); measured wall {row['wall_s']:.1f} s "
+        f"({row['corruptions']} corruptions computed); "
+        f"measured / estimate = {row['wall_s'] / found.seconds:.2f}"
+    )
 
 
 if __name__ == "__main__":

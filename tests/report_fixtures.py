@@ -24,7 +24,6 @@ from argus_eval.results_model.manifest import GitInfo, Manifest, ManifestDataset
 from argus_eval.results_model.reliance import Reliance
 from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData
 
@@ -268,7 +267,7 @@ def make_run(
         for s in specs
         if s.efficiency and "projections" in s.efficiency
     }
-    card = scorecard_blocks(bootstrap_scorecard(cell_data, profiles, options), proj)
+    card = bootstrap_scorecard(cell_data, profiles, options, projections=proj)
     results = Results(
         schema=SCHEMA,
         **dict(card),

@@ -14,7 +14,6 @@ from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData
 from argus_eval.tasks.answers import clean_generated, parses
@@ -116,25 +115,25 @@ def test_a_cell_below_the_format_threshold_makes_no_claim() -> None:
     ]
     gated = bootstrap_scorecard(cells, {}, ScoringOptions(resamples=200))
     free = bootstrap_scorecard(cells, {}, ScoringOptions(resamples=200, min_format_rate=0.0))
-    assert {"axis": "capability", "above": "A", "below": "B", "p": 1.0} in free.comparison.claims
-    pairs = {(c["above"], c["below"]) for c in gated.comparison.claims}
+    assert {"axis": "capability", "above": "A", "below": "B", "p": 1.0} in [
+        c.model_dump() for c in free.comparison.claims
+    ]
+    pairs = {(c.above, c.below) for c in gated.comparison.claims}
     assert ("A", "B") not in pairs and ("B", "A") not in pairs and ("B", "C") not in pairs
     assert ("A", "C") in pairs  # a pair that reads no low cell keeps its claims
     withheld = gated.comparison.withheld
-    assert [w["models"] for w in withheld] == [["A", "B"], ["B", "C"]]
-    assert withheld[0]["reason"] == (
+    assert [w.models for w in withheld] == [("A", "B"), ("B", "C")]
+    assert withheld[0].reason == (
         "B reasoning/d2: answer-format rate 0.100 below 0.5 (scoring.min_format_rate), "
         "so the cell makes no claim"
     )
-    assert not any(t["models"] == ["A", "B"] for t in gated.comparison.ties)  # withheld is not a tie
+    assert not any(t.models == ("A", "B") for t in gated.comparison.ties)  # withheld is not a tie
     # A is above C but has no claim about B, whose cells it shares: it does not lead.
-    assert "A leads overall" in free.comparison.sentence
-    assert "leads overall" not in gated.comparison.sentence
-    assert "No claim about A and B; B and C" in gated.comparison.sentence
-    assert gated.comparison.ranks["capability"]["B"] == 1  # nobody is claimed above it
-    block = scorecard_blocks(gated).comparison
-    assert [w.models for w in block.withheld] == [("A", "B"), ("B", "C")]
-    assert scorecard_blocks(gated).scoring_options.min_format_rate == 0.5
+    assert "A leads overall" in str(free.gap.sentence)
+    assert "leads overall" not in str(gated.gap.sentence)
+    assert "No claim about A and B; B and C" in str(gated.gap.sentence)
+    assert gated.rankings.ranks("capability")["B"] == 1  # nobody is claimed above it
+    assert gated.scoring_options.min_format_rate == 0.5
 
 
 def test_a_pair_both_incomplete_and_withheld_is_held_once_and_listed_under_each_gate() -> None:
@@ -149,19 +148,19 @@ def test_a_pair_both_incomplete_and_withheld_is_held_once_and_listed_under_each_
     ]
     planned = {c.key: N for c in cells}
     sc = bootstrap_scorecard(cells, {}, ScoringOptions(resamples=200), planned=planned)
-    h = sc.comparison
-    assert [i["models"] for i in h.incomplete] == [["A", "B"], ["A", "B"]]  # capability and overall
-    assert [w["models"] for w in h.withheld] == [["A", "B"]]  # once: the gate holds both axes
-    assert h.claims == [] and h.ties == [] and h.not_comparable == []
-    assert h.pairwise["P"]["A"]["B"] == 1.0  # the share is still computed and shown
-    assert h.ranks["capability"] == {"A": 1, "B": 1}
-    assert "Incomplete (a model did not score its shared cells; no claim): A and B." in h.sentence
-    assert "No claim about A and B (a cell's answers mostly lack the asked-for form)." in h.sentence
-    block = scorecard_blocks(sc).comparison
-    assert block.no_claim("B", "A", "capability") == ("incomplete", h.incomplete[0]["reason"])
+    block = sc.comparison
+    assert [i.models for i in block.incomplete] == [("A", "B"), ("A", "B")]  # capability and overall
+    assert [w.models for w in block.withheld] == [("A", "B")]  # once: the gate holds both axes
+    assert block.claims == [] and block.ties == [] and block.not_comparable == []
+    assert sc.rankings.share("P", "A", "B") == 1.0  # the share is still computed and shown
+    assert sc.rankings.ranks("capability") == {"A": 1, "B": 1}
+    sentence = str(sc.gap.sentence)
+    assert "Incomplete (a model did not score its shared cells; no claim): A and B." in sentence
+    assert "No claim about A and B (a cell's answers mostly lack the asked-for form)." in sentence
+    assert block.no_claim("B", "A", "capability") == ("incomplete", block.incomplete[0].reason)
     # complete, the pair is still withheld; then the matrices mark the share "no claim"
     whole = [c for c in cells if c is not b_short] + [_cell("B", "d1", 0.2, 3, 0.9)]
-    full = scorecard_blocks(bootstrap_scorecard(whole, {}, ScoringOptions(resamples=200))).comparison
+    full = bootstrap_scorecard(whole, {}, ScoringOptions(resamples=200)).comparison
     assert full.incomplete == []
     assert full.no_claim("A", "B", "overall") == ("no claim", full.withheld[0].reason)
 

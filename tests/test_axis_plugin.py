@@ -17,7 +17,8 @@ from argus_eval.scoring.axis_registry import AXIS_REGISTRY, AxisInputs, AxisSpec
 from argus_eval.scoring.headtohead import head_to_head
 from argus_eval.scoring.options import AxisWeights, ScoringOptions
 from argus_eval.scoring.pair_parts import PairInputs, Parts, shared_clean, wins
-from argus_eval.scoring.types import AxisSeries
+from argus_eval.scoring.types import CLEAN_REF, AxisSeries, CellKey
+from argus_eval.scoring.view import build_view
 from pipeline_fixtures import cli
 from report_fixtures import make_run
 from test_advisor_builder import advise, model, results
@@ -112,7 +113,12 @@ def test_toy_axis_alone_decides_the_overall_head_to_head(toy_axis: str) -> None:
         "a": {("t", "d1"): np.array([0.9, 0.8, 0.7]), ("t", "d2"): np.array([0.6, 0.5, 0.9])},
         "b": {("t", "d1"): np.array([0.95, 0.9, 0.9]), ("t", "d2"): np.array([0.4, 0.6, 0.3])},
     }
-    inputs = PairInputs(rows, {}, {}, {})
+    inputs = PairInputs(
+        {
+            m: build_view(m, {CellKey(m, t, d, CLEAN_REF): r for (t, d), r in cells.items()})
+            for m, cells in rows.items()
+        }
+    )
     h = head_to_head(["a", "b"], inputs, {toy_axis: 1.0}, "per-task", 0.95, 0.95)
     # worst cells: a 0.6, 0.5, 0.7 against b 0.4, 0.6, 0.3 -> wins 1, 0, 1
     assert h.head_to_head["ARGUS"]["a"]["b"] == 1.0

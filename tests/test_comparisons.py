@@ -16,7 +16,6 @@ from argus_eval.models.protocols import CLASSIFY, EMBED
 from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData
 from argus_eval.tasks.reasoning import chance_level
@@ -51,17 +50,17 @@ def test_extra_task_never_lowers_rank_against_a_model_that_skips_it(caption_leve
     # A answers questions only; B answers them better on every shared cell and also captions, at any level.
     cells = _reasoning("A", 0.35, seed=1) + _reasoning("B", 0.75, seed=11) + _captioning("B", caption_level)
     sc = bootstrap_scorecard(cells, {}, OPTS)
-    h = sc.comparison
-    assert h.ranks["capability"] == {"A": 2, "B": 1}
-    assert h.ranks["overall"]["B"] == 1  # overall also weighs CDC, where the two may tie
-    assert h.pairwise["P"]["B"]["A"] == 1.0
-    assert {"axis": "capability", "above": "B", "below": "A", "p": 1.0} in h.claims
+    assert sc.rankings.ranks("capability") == {"A": 2, "B": 1}
+    assert sc.rankings.ranks("overall")["B"] == 1  # overall also weighs CDC, where the two may tie
+    assert sc.rankings.share("P", "B", "A") == 1.0
+    claims = [c.model_dump() for c in sc.comparison.claims]
+    assert {"axis": "capability", "above": "B", "below": "A", "p": 1.0} in claims
     # the absolute P still says what each model did: B's captioning enters its own P
-    p_b = sc.models["B"].axes["P"].value
+    p_b = sc.models["B"].value("P")
     assert p_b == pytest.approx(
         (np.mean([c.components[:, 0].mean() for c in cells[3:6]]) + caption_level) / 2
     )
-    assert h.shared["A"]["B"]["P"] == 3  # the three reasoning cells, never captioning
+    assert sc.comparison.shared_parts["A"]["B"]["P"] == 3  # the three reasoning cells, never captioning
 
 
 def test_close_models_are_tied_and_the_sentence_says_so() -> None:
@@ -69,20 +68,20 @@ def test_close_models_are_tied_and_the_sentence_says_so() -> None:
     cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=1)
     sc = bootstrap_scorecard(cells, {}, OPTS)
     assert sc.comparison.claims == []
-    assert sc.comparison.ranks["overall"] == {"A": 1, "B": 1}
-    assert "tied overall within the run's uncertainty" in sc.comparison.sentence
-    assert "A above B" not in sc.comparison.sentence
+    assert sc.rankings.ranks("overall") == {"A": 1, "B": 1}
+    assert "tied overall within the run's uncertainty" in str(sc.gap.sentence)
+    assert "A above B" not in str(sc.gap.sentence)
 
 
 def test_models_without_a_shared_cell_are_not_comparable() -> None:
     cells = _reasoning("A", 0.6, seed=1) + _captioning("B", 0.3)
     sc = bootstrap_scorecard(cells, {}, OPTS)
-    nc = sc.comparison.not_comparable
+    nc = [n.model_dump(mode="json") for n in sc.comparison.not_comparable]
     assert nc == [{"models": ["A", "B"], "reason": nc[0]["reason"]}]
     assert "no shared task and dataset" in nc[0]["reason"] and "reasoning/clevr" in nc[0]["reason"]
-    assert sc.comparison.pairwise["ARGUS"]["A"]["B"] is None
-    assert sc.comparison.ranks["overall"] == {"A": None, "B": None}  # no opponent to be ranked against
-    assert "Not comparable (no shared cell): A and B." in sc.comparison.sentence
+    assert sc.rankings.share("ARGUS", "A", "B") is None
+    assert sc.rankings.ranks("overall") == {"A": None, "B": None}  # no opponent to be ranked against
+    assert "Not comparable (no shared cell): A and B." in str(sc.gap.sentence)
 
 
 def test_reversal_between_capability_and_overall_is_named() -> None:
@@ -95,11 +94,13 @@ def test_reversal_between_capability_and_overall_is_named() -> None:
         cells.append(mean_cell(cell_key("B", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 9, 0.6)))
     opts = ScoringOptions(resamples=400, seed=3, weights={"P": 0.2, "CDC": 0.0, "RR": 0.8, "E": 0.0})
     sc = bootstrap_scorecard(cells, {}, opts)
-    h = sc.comparison
-    assert h.pairwise["P"]["A"]["B"] == 1.0 and h.pairwise["ARGUS"]["B"]["A"] == 1.0
-    assert h.sentence.startswith("A ranks above B on capability but below it overall; B leads overall")
-    assert h.ranks == {"capability": {"A": 1, "B": 2}, "overall": {"A": 2, "B": 1}}
-    assert h.kendall_tau == pytest.approx(-1.0) and h.kendall_tau_interval == (-1.0, -1.0)
+    assert sc.rankings.share("P", "A", "B") == 1.0 and sc.rankings.share("ARGUS", "B", "A") == 1.0
+    assert str(sc.gap.sentence).startswith(
+        "A ranks above B on capability but below it overall; B leads overall"
+    )
+    assert sc.rankings.ranks("capability") == {"A": 1, "B": 2}
+    assert sc.rankings.ranks("overall") == {"A": 2, "B": 1}
+    assert sc.gap.kendall_tau == pytest.approx(-1.0) and sc.gap.kendall_tau_interval == (-1.0, -1.0)
 
 
 def _timing(model: str, task: str, latency: float, spread: float, seed: int) -> TaskTiming:
@@ -127,14 +128,14 @@ def test_efficiency_from_trials_has_an_interval_and_compares_per_task() -> None:
     sc = bootstrap_scorecard(cells, {}, OPTS, timings)
     lo, hi = sc.models["A"].intervals["E"]  # type: ignore[misc]
     assert lo < hi  # the timing noise shows as an interval, not a point
-    e_a = sc.models["A"].axes["E"]
-    assert e_a.detail["per_task"].keys() == {"reasoning"} and e_a.detail["trials"] == {"reasoning": 5}
+    detail = sc.models["A"].detail["E"].model_dump()
+    assert detail["per_task"].keys() == {"reasoning"} and detail["trials"] == {"reasoning": 5}
     # hand value: per round, latency and throughput against the round's best model; median over rounds;
     # memory and FLOPs equal, so E = (median ratio ** 2 * 1 * 1) ** (1/4)
     lat_a = timings[("A", "reasoning")].latencies
     lat_b = timings[("B", "reasoning")].latencies
     ratio = float(np.median(np.minimum(lat_a, lat_b) / lat_a))
-    assert e_a.value == pytest.approx((ratio**2) ** 0.25)
+    assert sc.models["A"].value("E") == pytest.approx((ratio**2) ** 0.25)
 
 
 def test_load_that_hits_a_whole_round_cancels_in_e() -> None:
@@ -148,8 +149,8 @@ def test_load_that_hits_a_whole_round_cancels_in_e() -> None:
 
     timings = {("A", "reasoning"): timing("A", 10.0), ("B", "reasoning"): timing("B", 20.0)}
     sc = bootstrap_scorecard(cells, {}, OPTS, timings)
-    assert sc.models["A"].axes["E"].value == pytest.approx(1.0)
-    assert sc.models["B"].axes["E"].value == pytest.approx(0.5**0.5)  # latency and throughput at 1/2
+    assert sc.models["A"].value("E") == pytest.approx(1.0)
+    assert sc.models["B"].value("E") == pytest.approx(0.5**0.5)  # latency and throughput at 1/2
     assert sc.models["B"].intervals["E"] == pytest.approx((0.5**0.5, 0.5**0.5))
 
 
@@ -161,8 +162,8 @@ def test_timings_from_two_fingerprints_never_mix() -> None:
         ("B", "reasoning"): TaskTiming(**{**other.__dict__, "fingerprint": {"id": "other"}}),
     }
     sc = bootstrap_scorecard(cells, {}, OPTS, timings)
-    assert sc.models["A"].axes["E"].value is None
-    assert "different hardware fingerprints" in str(sc.models["A"].axes["E"].undefined_reason)
+    assert sc.models["A"].value("E") is None
+    assert "different hardware fingerprints" in sc.models["A"].why_undefined("E")
 
 
 def test_cells_at_or_below_chance_count_in_p_but_not_in_cdc() -> None:
@@ -171,13 +172,15 @@ def test_cells_at_or_below_chance_count_in_p_but_not_in_cdc() -> None:
     weak.chance = 0.1
     cells.append(weak)
     sc = bootstrap_scorecard(cells, {}, OPTS)
-    a = sc.models["A"].axes
+    a = sc.models["A"]
     scores = [c.components[:, 0].mean() for c in cells[:3]]
-    assert a["P"].value == pytest.approx(np.mean([*scores, 0.02]))
+    assert a.value("P") == pytest.approx(np.mean([*scores, 0.02]))
     m = np.mean(scores)
-    assert a["CDC"].value == pytest.approx(1 - np.mean(np.abs(np.array(scores) - m)) / m)
-    assert a["CDC"].detail["below_chance"] == {"reasoning/extra": "score at or below chance (0.100)"}
-    below = scorecard_blocks(sc).model_dump(mode="json")["below_chance"]
+    assert a.value("CDC") == pytest.approx(1 - np.mean(np.abs(np.array(scores) - m)) / m)
+    assert a.detail["CDC"].model_dump()["below_chance"] == {
+        "reasoning/extra": "score at or below chance (0.100)"
+    }
+    below = sc.model_dump(mode="json")["below_chance"]
     assert [(c["dataset"], c["chance"]) for c in below] == [("extra", 0.1)]
 
 
@@ -285,6 +288,6 @@ def test_a_tie_asks_for_timing_trials_only_when_timing_is_undecided() -> None:
 
     # B is always twice as fast: on E, P(A beats B) = 0, decided, so only more samples can help
     decided = {("A", "reasoning"): timing("A", 20.0), ("B", "reasoning"): timing("B", 10.0)}
-    ties = {t["axis"]: t for t in bootstrap_scorecard(cells, {}, opts, decided).comparison.ties}
+    ties = {t.axis: t.model_dump() for t in bootstrap_scorecard(cells, {}, opts, decided).comparison.ties}
     assert ties["overall"]["separate_by"] == "more samples"
     assert ties["capability"]["separate_by"] == "more samples"

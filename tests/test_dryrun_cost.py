@@ -100,6 +100,22 @@ def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tm
     assert estimate({"reasoning": 10}, path) is None
 
 
+def test_the_estimate_adds_the_measured_cost_of_each_corruption(tmp_path: Path) -> None:
+    from argus_eval.commands.run_cmd import estimate_line
+    from argus_eval.runner.plan.harness_cost import estimate, write_calibration
+
+    path = tmp_path / "harness_cost.json"
+    write_calibration({"retrieval": 2.0}, "bench_scale (test)", path)
+    bare = estimate({"retrieval": 1_000}, path, corruptions=600)
+    assert bare is not None and bare.seconds == 2.0  # no cost per corruption yet: named, not guessed
+    assert bare.uncovered_corruptions == 600 and "600 corruptions" in estimate_line(bare)
+    write_calibration({"retrieval": 2.0}, "bench_scale (test)", path, per_corruption_ms=1.5)
+    write_calibration({"reasoning": 0.25}, "bench_scale (test)", path)  # the corruption figure is kept
+    found = estimate({"retrieval": 1_000, "reasoning": 4_000}, path, corruptions=600)
+    assert found is not None and found.uncovered_corruptions == 0
+    assert found.seconds == 1_000 * 2.0 / 1000 + 4_000 * 0.25 / 1000 + 600 * 1.5 / 1000
+
+
 def test_the_estimate_reads_in_seconds_minutes_or_hours() -> None:
     from argus_eval.commands.run_cmd import estimate_line
     from argus_eval.runner.plan.harness_cost import HarnessEstimate

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
+from argus_eval.results_model.scorecard import ScorecardPart
 from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.completeness import Coverage, shortfalls
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, paired_counts, restrict
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData, CellKey
 
@@ -40,9 +40,9 @@ def planned(cells: list[CellData]) -> dict[CellKey, int]:
     return {c.key: N for c in cells}
 
 
-def row(sc: object, model: str) -> str:
+def row(sc: ScorecardPart, model: str) -> str:
     """A model's scorecard row and cells as JSON text (exact comparison)."""
-    part = scorecard_blocks(sc).model_dump(mode="json")  # type: ignore[arg-type]
+    part = sc.model_dump(mode="json")
     cells = [c for c in part["scorecard_cells"] if c["model"] == model]
     return json.dumps({"row": part["models"][model], "cells": cells}, sort_keys=True)
 
@@ -64,12 +64,12 @@ def test_a_models_figures_do_not_depend_on_another_models_failures() -> None:
         if c.key.is_clean:
             by_task.setdefault(c.key.task, []).append(float(c.components[:, 0].mean()))
     expected = float(np.mean([np.mean(v) for v in by_task.values()]))
-    assert partial.models["A"].axes["P"].value == pytest.approx(expected, abs=1e-12)
-    assert {c.n_samples for c in partial.cells if c.key.model == "A"} == {N}
-    assert {c.n_samples for c in partial.cells if c.key.model == "B"} == {3}
+    assert partial.models["A"].value("P") == pytest.approx(expected, abs=1e-12)
+    assert {c.n_samples for c in partial.scorecard_cells if c.model == "A"} == {N}
+    assert {c.n_samples for c in partial.scorecard_cells if c.model == "B"} == {3}
     # B with no scored sample still has a row, every axis undefined with the reason
-    assert none_scored.models["B"].axes["P"].value is None
-    assert "all 360 of its samples failed" in str(none_scored.models["B"].axes["P"].undefined_reason)
+    assert none_scored.models["B"].value("P") is None
+    assert "all 360 of its samples failed" in none_scored.models["B"].why_undefined("P")
 
 
 def test_a_pair_is_compared_on_the_samples_both_scored() -> None:
@@ -78,7 +78,8 @@ def test_a_pair_is_compared_on_the_samples_both_scored() -> None:
     opts = OPTS.model_copy(update={"claim_min_scored": 0.5})
     sc = bootstrap_scorecard(a + b, {}, opts, planned=planned(a + b))
     common = sorted(keep)
-    assert sc.common_samples[("A", "B")] == {g: len(common) for g in GROUPS}
+    shared = sc.comparison.common("A", "B")
+    assert shared is not None and shared.cells == {f"{t}/{d}": len(common) for t, d in GROUPS}
     # h on P, by hand: per (task, dataset) the clean means on the common samples, compared; then the
     # mean over each task's datasets and over tasks
     parts: dict[str, list[float]] = {}
@@ -102,7 +103,7 @@ def test_a_pair_is_compared_on_the_samples_both_scored() -> None:
     )
     # deterministic: the same inputs give the same pairwise shares
     again = bootstrap_scorecard(a + b, {}, opts, planned=planned(a + b))
-    assert again.comparison.pairwise == sc.comparison.pairwise
+    assert again.rankings.pairwise == sc.rankings.pairwise
 
 
 def test_an_incomplete_pair_claims_nothing_and_names_the_counts() -> None:
@@ -110,7 +111,7 @@ def test_an_incomplete_pair_claims_nothing_and_names_the_counts() -> None:
     strong = [mean_cell(cell_key("strong", t, d, c), IDS, np.ones(N)) for t, d in GROUPS for c in CONDITIONS]
     weak = model_cells("weak", 0.3, 4)
     both = bootstrap_scorecard(strong + weak, {}, OPTS, planned=planned(strong + weak))
-    assert {(c["axis"], c["above"]) for c in both.comparison.claims} == {
+    assert {(c.axis, c.above) for c in both.comparison.claims} == {
         ("capability", "strong"),
         ("overall", "strong"),
     }
@@ -121,23 +122,22 @@ def test_an_incomplete_pair_claims_nothing_and_names_the_counts() -> None:
     sc = bootstrap_scorecard(strong + short, {}, OPTS, planned=planned(strong + weak))
     assert sc.comparison.claims == []
     assert sc.comparison.ties == []
-    inc = {i["axis"]: i for i in sc.comparison.incomplete}
+    inc = {i.axis: i for i in sc.comparison.incomplete}
     assert set(inc) == {"capability", "overall"}
-    assert inc["capability"]["cells"] == [
-        {"key": cell_key("weak", "reasoning", "clutter", "clean"), "scored": 54, "samples": 60}
-    ]
-    assert "weak scored 54 of 60 samples on reasoning/clutter" in inc["capability"]["reason"]
-    assert inc["capability"]["p"] == 1.0  # the verdict is shown, the claim is not made
-    assert sc.comparison.ranks["capability"] == {"strong": 1, "weak": 1}
-    assert "Incomplete" in sc.comparison.sentence
+    short_cell = [(c.key, c.scored, c.samples) for c in inc["capability"].cells]
+    assert short_cell == [(("weak", "reasoning", "clutter", "clean"), 54, 60)]
+    assert "weak scored 54 of 60 samples on reasoning/clutter" in inc["capability"].reason
+    assert inc["capability"].p == 1.0  # the verdict is shown, the claim is not made
+    assert sc.rankings.ranks("capability") == {"strong": 1, "weak": 1}
+    assert "Incomplete" in str(sc.gap.sentence)
     # at a stated share of 90 % the cell is complete and the claim is made
     lower = OPTS.model_copy(update={"claim_min_scored": 0.9})
     sc90 = bootstrap_scorecard(strong + short, {}, lower, planned=planned(strong + weak))
-    assert {(c["axis"], c["above"]) for c in sc90.comparison.claims} == {
+    assert {(c.axis, c.above) for c in sc90.comparison.claims} == {
         ("capability", "strong"),
         ("overall", "strong"),
     }
-    js = scorecard_blocks(sc).model_dump(mode="json")
+    js = sc.model_dump(mode="json")
     assert js["scoring_options"]["claim_min_scored"] == 0.95
     assert js["comparison"]["incomplete"][0]["cells"][0] == {
         "model": "weak",
@@ -170,8 +170,8 @@ def test_a_perturbed_shortfall_withholds_only_the_overall_claim() -> None:
 def test_a_model_that_ran_nothing_has_a_row_and_no_claim() -> None:
     a = model_cells("A", 0.7, 1)
     sc = bootstrap_scorecard(a, {}, OPTS, planned=planned(a), unavailable={"C": "could not load (bad file)"})
-    assert sc.models["C"].axes["ARGUS"].value is None
-    assert sc.models["C"].axes["P"].undefined_reason == "no cell ran: could not load (bad file)"
-    assert [i["models"] for i in sc.comparison.incomplete] == [["A", "C"], ["A", "C"]]
+    assert sc.models["C"].value("ARGUS") is None
+    assert sc.models["C"].why_undefined("P") == "no cell ran: could not load (bad file)"
+    assert [i.models for i in sc.comparison.incomplete] == [("A", "C"), ("A", "C")]
     assert sc.comparison.not_comparable == []
-    assert sc.comparison.ranks["overall"]["C"] is None
+    assert sc.rankings.ranks("overall")["C"] is None

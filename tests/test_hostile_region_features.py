@@ -4,7 +4,6 @@ counted in run_log.json, and the answers equal those of an undamaged store."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import sqlite3
@@ -14,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from argus_eval.runner.array_blob import pack as pack_arrays
+from argus_eval.runner.array_blob import unpack as unpack_arrays
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.seal import seal, unseal
@@ -25,14 +26,12 @@ def _config(cache: Path, detector: Path, perturbations: list[dict[str, Any]]) ->
 
 
 def _nan_resealed(blob: bytes) -> bytes:
-    with np.load(io.BytesIO(unseal(blob)), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
+    arrays = unpack_arrays(unseal(blob))
     name = next(k for k in sorted(arrays) if arrays[k].dtype.kind == "f")
-    arrays[name] = arrays[name].copy()
     arrays[name].flat[0] = np.nan
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # type: ignore[arg-type]
-    return seal(buf.getvalue())
+    packed = pack_arrays(arrays)
+    assert packed is not None
+    return seal(packed)
 
 
 DAMAGE: list[tuple[Callable[[bytes], bytes], str]] = [

@@ -34,9 +34,9 @@ def _run(n: int, seed: int) -> tuple[bool, int | None]:
         mean_cell(_key(m), ids, (rng.random(n) < p).astype(float), None) for m, p in (("A", P_A), ("B", P_B))
     ]
     comp = bootstrap_scorecard(cells, {}, OPTS).comparison
-    claimed = any(c["axis"] == "overall" and c["above"] == "A" for c in comp.claims)
-    tie = next((t for t in comp.ties if t["axis"] == "overall"), None)
-    return claimed, None if tie is None else tie["samples_to_separate"]
+    claimed = any(c.axis == "overall" and c.above == "A" for c in comp.claims)
+    tie = next((t for t in comp.ties if t.axis == "overall"), None)
+    return claimed, None if tie is None else tie.samples_to_separate
 
 
 def _key(model: str) -> CellKey:

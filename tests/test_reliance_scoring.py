@@ -8,7 +8,6 @@ from argus_eval.results_model.reliance import RelianceEntry
 from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring import CellKey, ScoringOptions, compute_scorecard, mean_cell
 from argus_eval.scoring.reliance import image_reliance
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.types import CellData
 
 N = 300
@@ -122,10 +121,9 @@ def test_controls_never_enter_robustness_retention() -> None:
     ]
     opts = ScoringOptions(resamples=0)
     card = compute_scorecard(cells, {}, opts)
-    rr = card.models["m"].axes["RR"]
-    assert rr.value is None and card.models["m"].retention == []
+    assert card.models["m"].value("RR") is None and card.models["m"].retention == []
     perturbed = _cell("m", "image:fog@3", truth[:-30] + swapped[-30:], truth)
     card = compute_scorecard([*cells, perturbed], {}, opts)
-    assert [r.key.condition for r in card.models["m"].retention] == ["image:fog@3"]
-    assert card.models["m"].axes["RR"].value == card.models["m"].retention[0].retention
-    assert scorecard_blocks(card).model_dump(mode="json")["scoring_options"]["reliance"] == "reported"
+    assert [r.condition for r in card.models["m"].retention] == ["image:fog@3"]
+    assert card.models["m"].value("RR") == card.models["m"].retention[0].retention
+    assert card.model_dump(mode="json")["scoring_options"]["reliance"] == "reported"

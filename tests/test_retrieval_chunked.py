@@ -262,13 +262,13 @@ def test_positives_from_metadata_equal_a_pair_by_pair_truth() -> None:
 
 def _counting_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = retrieval_chunked._block
+    real = retrieval_chunked._Blocks.__call__
 
-    def counted(a: np.ndarray, b: np.ndarray, r0: int, r1: int) -> np.ndarray:
+    def counted(self: Any, r0: int, r1: int) -> np.ndarray:
         calls.append(r0)
-        return real(a, b, r0, r1)
+        return real(self, r0, r1)
 
-    monkeypatch.setattr(retrieval_chunked, "_block", counted)
+    monkeypatch.setattr(retrieval_chunked._Blocks, "__call__", counted)
     return calls
 
 

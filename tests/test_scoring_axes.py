@@ -14,9 +14,9 @@ from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.axes import cdc, cdc_cv
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import EfficiencyBudgets, ScoringOptions
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import compute_scorecard
 from argus_eval.scoring.types import CellData
+from scorecard_fixtures import axes_of
 
 IDS = ["s0", "s1", "s2", "s3"]
 FP = {"id": "fp-test", "device": "cpu"}
@@ -91,7 +91,7 @@ def test_cdc_paper_example_and_hand_values() -> None:
 
 def test_axes_against_hand_computed_values() -> None:
     sc = compute_scorecard(two_model_cells(), two_model_profiles(), ScoringOptions())
-    a, b = sc.models["A"].axes, sc.models["B"].axes
+    a, b = axes_of(sc, "A"), axes_of(sc, "B")
 
     p_a = ((0.8 + 0.6) / 2 + (0.9 + 0.7) / 2) / 2
     cdc_a = ((1 - 0.1 / 0.7) + (1 - 0.1 / 0.8)) / 2
@@ -112,30 +112,32 @@ def test_axes_against_hand_computed_values() -> None:
         assert axes["ARGUS"].value == pytest.approx(argus, rel=1e-9)
         assert axes["R"].value == pytest.approx((expected[m]["CDC"] + expected[m]["RR"]) / 2, rel=1e-9)
 
-    assert sc.models["A"].severity_curves == {"image:fog": {1: pytest.approx(0.75), 2: pytest.approx(0.5)}}
-    flips = {r.key.condition + r.key.dataset: r.flip_rate for r in sc.models["A"].retention}
+    assert sc.models["A"].severity_curves == {
+        "image:fog": {"1": pytest.approx(0.75), "2": pytest.approx(0.5)}
+    }
+    flips = {r.condition + r.dataset: r.flip_rate for r in sc.models["A"].retention}
     assert flips["image:fog@1coco"] == pytest.approx(0.25)  # one of four predictions changed
     assert flips["image:fog@2coco"] is None  # no predictions given for that cell
 
     # Without a bootstrap no model is claimed above another (docs/comparisons.md): ranks stay shared.
-    assert sc.comparison.ranks == {"capability": {"A": 1, "B": 1}, "overall": {"A": 1, "B": 1}}
+    assert sc.rankings.ranks("capability") == sc.rankings.ranks("overall") == {"A": 1, "B": 1}
     assert sc.comparison.claims == []
-    assert sc.comparison.sentence.startswith("No bootstrap was run")
+    assert str(sc.gap.sentence).startswith("No bootstrap was run")
 
 
 def test_cdc_variants_hand_values() -> None:
     cells = two_model_cells()
-    pooled = compute_scorecard(cells, {}, ScoringOptions(cdc_variant="pooled")).models["A"].axes["CDC"]
+    pooled = axes_of(compute_scorecard(cells, {}, ScoringOptions(cdc_variant="pooled")), "A")["CDC"]
     # pooled over datasets coco .8, flickr .6, clevr .9, vcr .7: mean .75, mean |dev| .1
     assert pooled.value == pytest.approx(1 - 0.1 / 0.75)
-    cv = compute_scorecard(cells, {}, ScoringOptions(cdc_variant="cv")).models["A"].axes["CDC"]
+    cv = axes_of(compute_scorecard(cells, {}, ScoringOptions(cdc_variant="cv")), "A")["CDC"]
     assert cv.value == pytest.approx(((1 - 0.1 / 0.7) + (1 - 0.1 / 0.8)) / 2)  # two datasets: std = |dev|
 
 
 def test_budget_mode_hand_values() -> None:
     opts = ScoringOptions(efficiency_mode="budget", budgets=EfficiencyBudgets(latency_ms=5, memory_mb=2000))
     sc = compute_scorecard(two_model_cells(), two_model_profiles(), opts)
-    e = sc.models["A"].axes["E"]
+    e = axes_of(sc, "A")["E"]
     assert e.value == pytest.approx(math.sqrt(0.5 * 1.0))  # 5/10 and min(1, 2000/1000)
     assert set(e.detail["left_out"]) == {"flops", "throughput"}
 
@@ -149,7 +151,7 @@ def test_undefined_cases_are_named() -> None:
     cells.append(cell("C", "retrieval", "flickr", "image:fog@1", 0.3))
     profiles = {**two_model_profiles(), "C": None}
     sc = compute_scorecard(cells, profiles, ScoringOptions())
-    c = sc.models["C"].axes
+    c = axes_of(sc, "C")
 
     assert c["P"].value == 0.0
     assert c["P"].detail["missing_tasks"] == ["reasoning"]
@@ -165,16 +167,16 @@ def test_undefined_cases_are_named() -> None:
     assert set(c["ARGUS"].detail["left_out"]) == {"CDC", "RR", "E"}
     assert c["ARGUS"].detail["weights_used"] == {"P": 1.0}
     assert c["R"].value is None
-    js = scorecard_blocks(sc).model_dump(mode="json")["models"]["C"]
+    js = sc.model_dump(mode="json")["models"]["C"]
     assert set(js["undefined"]) == {"CDC", "RR", "E", "R"}
 
     # E of the others is unaffected by C's missing profile
-    assert sc.models["A"].axes["E"].value == pytest.approx(0.5**0.5)
+    assert axes_of(sc, "A")["E"].value == pytest.approx(0.5**0.5)
 
 
 def test_single_dataset_per_task_leaves_cdc_undefined_and_argus_renormalises() -> None:
     cells = [cell("A", "retrieval", "coco", "clean", 0.8), cell("A", "reasoning", "clevr", "clean", 0.6)]
-    a = compute_scorecard(cells, {}, ScoringOptions()).models["A"].axes
+    a = axes_of(compute_scorecard(cells, {}, ScoringOptions()), "A")
     assert a["CDC"].value is None
     assert a["CDC"].detail["left_out"] == {
         "reasoning": "only 1 dataset (clevr)",
@@ -182,7 +184,7 @@ def test_single_dataset_per_task_leaves_cdc_undefined_and_argus_renormalises() -
     }
     assert a["ARGUS"].value == pytest.approx(0.7)  # P alone, weight renormalised to 1
     # pooled variant: two datasets across tasks -> defined
-    pooled = compute_scorecard(cells, {}, ScoringOptions(cdc_variant="pooled")).models["A"].axes["CDC"]
+    pooled = axes_of(compute_scorecard(cells, {}, ScoringOptions(cdc_variant="pooled")), "A")["CDC"]
     assert pooled.value == pytest.approx(1 - 0.1 / 0.7)
 
 
@@ -190,14 +192,14 @@ def test_mixed_fingerprints_never_mix() -> None:
     profiles = {"A": profile(10, 1000, 10**9, 100), "B": profile(5, 500, 10**9, 50, {"id": "other"})}
     sc = compute_scorecard(two_model_cells(), profiles, ScoringOptions())
     for m in ("A", "B"):
-        e = sc.models[m].axes["E"]
+        e = axes_of(sc, m)["E"]
         assert e.value is None and "different hardware fingerprints" in str(e.undefined_reason)
-        assert "E" in sc.models[m].axes["ARGUS"].detail["left_out"]
+        assert "E" in axes_of(sc, m)["ARGUS"].detail["left_out"]
 
 
 def test_clamped_cdc_keeps_raw() -> None:
     cells = [cell("A", "retrieval", d, "clean", v) for d, v in (("x", 0.02), ("y", 0.02), ("z", 0.9))]
-    a = compute_scorecard(cells, {}, ScoringOptions()).models["A"].axes["CDC"]
+    a = axes_of(compute_scorecard(cells, {}, ScoringOptions()), "A")["CDC"]
     means = [0.02, 0.02, 0.9]
     assert a.raw == pytest.approx(cdc(means)) and a.raw is not None and a.raw < 0
     assert a.value == 0.0
@@ -222,16 +224,15 @@ def test_every_axis_in_unit_interval_on_random_runs() -> None:
         }
         sc = compute_scorecard(cells, profiles, ScoringOptions())
         for card in sc.models.values():
-            for axis in card.axes.values():
-                assert axis.value is not None and 0.0 <= axis.value <= 1.0
+            for value in card.axis_values().values():
+                assert value is not None and 0.0 <= value <= 1.0
 
 
 def test_to_json_is_plain_and_deterministic() -> None:
     sc = compute_scorecard(two_model_cells(), two_model_profiles(), ScoringOptions())
-    js = scorecard_blocks(sc).model_dump(mode="json")
-    again = scorecard_blocks(
-        compute_scorecard(list(reversed(two_model_cells())), two_model_profiles(), ScoringOptions())
-    ).model_dump(mode="json")
+    js = sc.model_dump(mode="json")
+    backwards = compute_scorecard(list(reversed(two_model_cells())), two_model_profiles(), ScoringOptions())
+    again = backwards.model_dump(mode="json")
     assert json.dumps(js) == json.dumps(again)
     assert list(js) == [
         "axes",

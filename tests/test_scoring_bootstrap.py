@@ -13,9 +13,9 @@ from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell, ratio_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, paired_counts
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
 from argus_eval.scoring.types import CellData
+from scorecard_fixtures import axes_of
 
 N = 120
 IDS = [f"id{i:03d}" for i in range(N)]
@@ -53,29 +53,27 @@ def test_point_values_match_and_intervals_contain_them() -> None:
     point = compute_scorecard(cells, profiles(), OPTS)
     boot = bootstrap_scorecard(cells, profiles(), OPTS)
     for m, card in boot.models.items():
-        for axis, v in card.axes.items():
-            assert v.value == point.models[m].axes[axis].value
+        for axis, v in axes_of(boot, m).items():
+            assert v.value == axes_of(point, m)[axis].value
             lo, hi = card.intervals[axis]
             assert v.value is not None and lo <= v.value <= hi, (m, axis)
         for r in card.retention:
-            lo, hi = r.intervals["retention"]
+            lo, hi = r.intervals.retention
             assert r.retention is not None and lo <= r.retention <= hi
-    for c in boot.cells:
-        assert c.interval is not None and c.interval[0] <= c.score <= c.interval[1]
+    for c in boot.scorecard_cells:
+        assert c.interval is not None and c.score is not None and c.interval[0] <= c.score <= c.interval[1]
     # E is not resampled: a zero-width interval
-    e = boot.models["A"].axes["E"].value
+    e = axes_of(boot, "A")["E"].value
     assert boot.models["A"].intervals["E"] == (e, e)
 
 
 def test_same_seed_same_result_and_seed_matters() -> None:
     cells = random_cells(2)
-    a = json.dumps(scorecard_blocks(bootstrap_scorecard(cells, profiles(), OPTS)).model_dump(mode="json"))
+    a = json.dumps(bootstrap_scorecard(cells, profiles(), OPTS).model_dump(mode="json"))
     again = bootstrap_scorecard(random_cells(2), profiles(), OPTS)
-    b = json.dumps(scorecard_blocks(again).model_dump(mode="json"))
+    b = json.dumps(again.model_dump(mode="json"))
     assert a == b
-    c = scorecard_blocks(
-        bootstrap_scorecard(cells, profiles(), OPTS.model_copy(update={"seed": 12}))
-    ).model_dump(mode="json")
+    c = bootstrap_scorecard(cells, profiles(), OPTS.model_copy(update={"seed": 12})).model_dump(mode="json")
     assert json.dumps(c) != a
     assert c["models"]["A"]["P"] == json.loads(a)["models"]["A"]["P"]
 
@@ -107,13 +105,13 @@ def test_pairing_identical_cells_give_identical_resamples() -> None:
     ]
     card = bootstrap_scorecard(cells, {}, OPTS).models["A"]
     assert card.intervals["RR"] == (1.0, 1.0)
-    assert card.retention[0].intervals["flip_rate"] == (0.0, 0.0)
+    assert card.retention[0].intervals.flip_rate == (0.0, 0.0)
     # two models with identical data tie on every shared cell in every resample: P(A beats B) is exactly
     # one half (ties count half) and neither is claimed above the other
     twin = [mean_cell(cell_key("B", "retrieval", "coco", c), IDS, scores) for c in ("clean", "image:fog@1")]
     boot = bootstrap_scorecard(cells + twin, {}, OPTS)
     assert boot.bootstrap is not None
-    assert boot.bootstrap.pairwise["P"]["A"]["B"] == 0.5
+    assert boot.rankings.share("P", "A", "B") == 0.5
     assert boot.comparison.claims == []
     assert boot.models["A"].intervals["P"] == boot.models["B"].intervals["P"]
 
@@ -128,9 +126,9 @@ def test_strictly_better_model_wins_every_resample() -> None:
     boot = bootstrap_scorecard(cells, {}, OPTS)
     assert boot.bootstrap is not None
     for axis in ("ARGUS", "P"):
-        assert boot.bootstrap.pairwise[axis]["strong"]["weak"] == 1.0
-        assert boot.bootstrap.pairwise[axis]["weak"]["strong"] == 0.0
-    js = scorecard_blocks(boot).model_dump(mode="json")
+        assert boot.rankings.share(axis, "strong", "weak") == 1.0
+        assert boot.rankings.share(axis, "weak", "strong") == 0.0
+    js = boot.model_dump(mode="json")
     assert js["rankings"]["pairwise"]["ARGUS"]["strong"]["weak"] == 1.0
     assert js["bootstrap"]["resamples"] == 300
 
@@ -140,27 +138,32 @@ def test_a_models_cells_use_its_own_samples_and_a_pair_the_shared_ones() -> None
     # B failed on sample "b": B's failure never reaches A's score; the pair is compared on a, c, d
     part = mean_cell(cell_key("B", "reasoning", "clevr", "clean"), ["d", "c", "a"], [0, 1, 1])
     sc = compute_scorecard([full, part], {}, ScoringOptions())
-    by = {c.key.model: c for c in sc.cells}
+    by = {c.model: c for c in sc.scorecard_cells}
     assert by["A"].score == pytest.approx(3 / 4) and by["A"].n_samples == 4 and by["A"].n_dropped == 0
     assert by["B"].score == pytest.approx(2 / 3) and by["B"].n_samples == 3 and by["B"].n_dropped == 0
-    assert sc.models["A"].axes["P"].value == pytest.approx(3 / 4)
-    assert sc.common_samples == {("A", "B"): {("reasoning", "clevr"): 3}}
+    assert axes_of(sc, "A")["P"].value == pytest.approx(3 / 4)
+    assert [(c.models, c.cells) for c in sc.comparison.common_samples] == [
+        (("A", "B"), {"reasoning/clevr": 3})
+    ]
     # on a, c, d: A scores 1, B 2/3, so A wins the one shared cell
     assert sc.comparison.head_to_head["P"]["A"]["B"] == 1.0
     # within one model, clean and perturbed are paired: A's fog cell lacks "c", so both drop it
     fog = mean_cell(cell_key("A", "reasoning", "clevr", "image:fog@1"), ["a", "b", "d"], [1, 0, 0])
     sc = compute_scorecard([full, fog, part], {}, ScoringOptions())
-    by_key = {c.key: c for c in sc.cells}
-    assert by_key[full.key].score == pytest.approx(2 / 3) and by_key[full.key].n_dropped == 1
+    by_key = {c.key: c for c in sc.scorecard_cells}
+    assert (
+        by_key[("A", "reasoning", "clevr", "clean")].score == pytest.approx(2 / 3)
+        and by_key[("A", "reasoning", "clevr", "clean")].n_dropped == 1
+    )
     assert sc.models["A"].retention[0].retention == pytest.approx(1 / 2)
-    assert {c.key.model: c.score for c in sc.cells if c.key.model == "B"} == {"B": pytest.approx(2 / 3)}
+    assert {c.model: c.score for c in sc.scorecard_cells if c.model == "B"} == {"B": pytest.approx(2 / 3)}
 
 
 def test_corpus_metric_uses_summed_counts() -> None:
     # BLEU-like: score = sum(matches) / sum(candidates), not the mean of per-sample ratios
     c = ratio_cell(cell_key("A", "captioning", "coco", "clean"), ["x", "y"], [1, 9], [2, 10])
     sc = compute_scorecard([c], {}, ScoringOptions())
-    assert sc.cells[0].score == pytest.approx(10 / 12)
+    assert sc.scorecard_cells[0].score == pytest.approx(10 / 12)
 
 
 def test_inconsistent_inputs_raise() -> None:
@@ -174,8 +177,8 @@ def test_inconsistent_inputs_raise() -> None:
     # named, and the clean cell keeps its score
     disjoint = mean_cell(cell_key("A", "reasoning", "clevr", "image:fog@1"), ["c"], [1])
     sc = compute_scorecard([good, disjoint], {}, ScoringOptions())
-    assert [c.key for c in sc.cells] == [good.key] and sc.cells[0].score == pytest.approx(0.5)
+    assert [c.key for c in sc.scorecard_cells] == [("A", "reasoning", "clevr", "clean")]
+    assert sc.scorecard_cells[0].score == pytest.approx(0.5)
     assert (
-        "shares no scored sample"
-        in sc.models["A"].axes["RR"].detail["left_out"]["reasoning/clevr/image:fog@1"]
+        "shares no scored sample" in axes_of(sc, "A")["RR"].detail["left_out"]["reasoning/clevr/image:fog@1"]
     )

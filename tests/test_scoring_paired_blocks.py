@@ -11,7 +11,6 @@ import pytest
 
 from argus_eval.scoring import paired
 from argus_eval.scoring.paired import Group, paired_counts
-from argus_eval.scoring.results_blocks import scorecard_blocks
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from test_scoring_bootstrap import OPTS, profiles, random_cells
 
@@ -61,9 +60,7 @@ def test_memory_is_the_result_plus_one_block(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_scorecard_unchanged_by_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
     cells = random_cells(4)
-    whole = json.dumps(scorecard_blocks(bootstrap_scorecard(cells, profiles(), OPTS)).model_dump(mode="json"))
+    whole = json.dumps(bootstrap_scorecard(cells, profiles(), OPTS).model_dump(mode="json"))
     monkeypatch.setattr(paired, "_DRAW_ELEMENTS", 7)
-    blocked = json.dumps(
-        scorecard_blocks(bootstrap_scorecard(cells, profiles(), OPTS)).model_dump(mode="json")
-    )
+    blocked = json.dumps(bootstrap_scorecard(cells, profiles(), OPTS).model_dump(mode="json"))
     assert blocked == whole

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from argus_eval.errors import StoreError
+from argus_eval.runner.array_blob import MAGIC
 from argus_eval.runner.store import Store
 from argus_eval.tasks.records import Record
 
@@ -42,8 +44,25 @@ def test_wal_mode_and_no_pickle(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     blob = db.execute("SELECT arrays FROM records").fetchone()[0]
-    assert blob[:2] == b"PK"  # an npz (zip of .npy), never a pickle stream
+    # a typed header and the raw float32 bytes (runner/array_blob.py), never a pickle stream
+    assert blob.startswith(MAGIC) and blob.endswith(np.ones(2, dtype=np.float32).tobytes())
+    assert b'[["e","<f4",[2]]]' in blob
     db.close()
+
+
+def test_a_record_kept_as_npz_by_an_older_store_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as st:
+        st.write("c", [Record("a", {"v": 1}, {"e": np.ones(2, dtype=np.float32)})])
+    buf = io.BytesIO()
+    np.savez(buf, e=np.arange(3, dtype=np.int16))
+    db = sqlite3.connect(path)
+    db.execute("UPDATE records SET arrays=?", (buf.getvalue(),))
+    db.commit()
+    db.close()
+    with Store(path) as st:
+        got = st.read("c")["a"].arrays["e"]
+    assert got.dtype == np.int16 and got.tolist() == [0, 1, 2]
 
 
 def test_schema_version_mismatch_is_named(tmp_path: Path) -> None:

@@ -265,6 +265,10 @@ def estimate_line(found: HarnessEstimate | None) -> str:
             "harness cost per record here and the dry run uses it"
         )
     left = f"; not covered: {found.uncovered}" if found.uncovered else ""
+    if found.uncovered_corruptions:
+        left += (
+            f"; not covered: {found.uncovered_corruptions:,} corruptions (no cost per corruption measured)"
+        )
     return (
         f"estimate (harness only, this machine): {duration(found.seconds)}, from the harness cost per "
         f"record that {found.how} measured; each model's forward time comes on top (`argus profile` "
@@ -279,7 +283,7 @@ def dry_run_plan(
     from argus_eval.runner.plan.dryrun import describe_plan
 
     rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
-    found = estimate(cost.records_by_task)
+    found = estimate(cost.records_by_task, corruptions=cost.corruptions)
     if as_json:
         priced = {**cost.to_json(), "estimate": None if found is None else found.to_json()}
         out = {"cells": rows, "skipped": skipped, "blind_baselines": baselines, "cost": priced}

@@ -37,8 +37,9 @@ def load_image(path: Path, sample_id: str = "?") -> ImageArray:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:
                 im.load()
-                upright = ImageOps.exif_transpose(im)
-                return to_rgb_uint8(_pixels(upright), min_side=1)
+                # in place: otherwise an image without an orientation tag is copied whole for nothing
+                ImageOps.exif_transpose(im, in_place=True)
+                return to_rgb_uint8(_pixels(im), min_side=1)
     except FileNotFoundError:
         raise SampleError(f"sample {sample_id}: image file {path} not found") from None
     except PermissionError:

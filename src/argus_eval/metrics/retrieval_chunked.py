@@ -66,14 +66,76 @@ def _vectors(x: ArrayLike, what: str) -> NDArray[np.float64]:
     return v
 
 
-def _block(a: NDArray[np.float64], b: NDArray[np.float64], r0: int, r1: int) -> NDArray[np.float32]:
-    """Rows r0:r1 of similarity(a, b), bit for bit."""
-    rows = a[r0:r1]
-    if r1 - r0 == 1:  # numpy sends a one-row product to gemv, which sums in another order than gemm
-        rows = np.concatenate((rows, rows))
-        return (rows @ b.T)[:1].astype(np.float32)
-    out: NDArray[np.float32] = (rows @ b.T).astype(np.float32)
-    return out
+class _Blocks:
+    """Rows r0:r1 of similarity(a, b), bit for bit, in buffers made once per call and reused for every
+    block: a fresh 256 MiB block per step costs as much in page faults as the product itself."""
+
+    def __init__(self, a: NDArray[np.float64], b: NDArray[np.float64], step: int) -> None:
+        self.a, self.bt = a, b.T
+        rows = min(step, a.shape[0])
+        self._f64 = np.empty((rows, b.shape[0]), dtype=np.float64)
+        self._f32 = np.empty((rows, b.shape[0]), dtype=np.float32)
+        self.masks = (np.empty(self._f32.shape, dtype=bool), np.empty(self._f32.shape, dtype=bool))
+
+    def __call__(self, r0: int, r1: int) -> NDArray[np.float32]:
+        k = r1 - r0
+        if k == 1:  # numpy sends a one-row product to gemv, which sums in another order than gemm
+            rows = np.concatenate((self.a[r0:r1], self.a[r0:r1]))
+            np.copyto(self._f32[:1], (rows @ self.bt)[:1], casting="same_kind")
+        else:
+            np.matmul(self.a[r0:r1], self.bt, out=self._f64[:k])
+            np.copyto(self._f32[:k], self._f64[:k], casting="same_kind")
+        return self._f32[:k]
+
+
+@dataclass
+class _Counts:
+    """What one pass over the blocks gathers (embedding_ranks): image ranks and top texts, each text's
+    count of scores above its bracket, and the scores inside the brackets (None: too many kept)."""
+
+    i2t: NDArray[np.int64]
+    top: NDArray[np.int64]
+    ge_t: NDArray[np.int64]
+    pos_vals: NDArray[np.float32]  # score of each positive pair, in pos_i order
+    band: tuple[list[NDArray[np.intp]], list[NDArray[np.float32]]] | None
+    kept: int = 0
+
+
+def _scan(
+    blk: NDArray[np.float32],
+    r0: int,
+    pos_i: sp.csr_matrix,
+    brackets: tuple[NDArray[np.float32], NDArray[np.float32]],
+    masks: tuple[NDArray[np.bool_], NDArray[np.bool_]],
+    out: _Counts,
+) -> None:
+    """Add the block of image rows r0:r0+len(blk) to out."""
+    r1 = r0 + blk.shape[0]
+    low, high = brackets
+    above, near = masks[0][: blk.shape[0]], masks[1][: blk.shape[0]]
+    p0, p1 = pos_i.indptr[r0], pos_i.indptr[r1]
+    counts = np.diff(pos_i.indptr[r0 : r1 + 1])
+    local = np.repeat(np.arange(r1 - r0), counts)
+    vals = blk[local, pos_i.indices[p0:p1]]
+    out.pos_vals[p0:p1] = vals
+    best = np.maximum.reduceat(vals, pos_i.indptr[r0:r1] - p0)
+    at_best = np.add.reduceat((vals >= best[local]).astype(np.int64), pos_i.indptr[r0:r1] - p0)
+    np.greater_equal(blk, best[:, None], out=near)
+    out.i2t[r0:r1] = np.count_nonzero(near, axis=1) - at_best
+    out.top[r0:r1] = np.argmax(blk, axis=1)
+    np.greater(blk, high[None, :], out=above)
+    out.ge_t += np.count_nonzero(above, axis=0)
+    if out.band is None:
+        return
+    np.greater_equal(blk, low[None, :], out=near)
+    near &= ~above
+    out.kept += int(np.count_nonzero(near))
+    if out.kept > _BAND_LIMIT:  # counted before np.nonzero, whose indices would cost 16 bytes each
+        out.band = None  # massive ties: count in a second pass instead of keeping them all
+        return
+    r, c = np.nonzero(near)
+    out.band[0].append(c)
+    out.band[1].append(blk[r, c])
 
 
 def embedding_ranks(
@@ -86,8 +148,9 @@ def embedding_ranks(
     """Ranks of `retrieval_ranks(similarity(images, texts), text_to_image, positives)` and the top text
     per image, computed in blocks of rows_per_block image rows (default: `block_rows(n_texts)`).
 
-    Memory beyond the inputs is one block (float64 and float32) plus per-query vectors. Raises
-    MetricError as retrieval_ranks does (NaN/inf naming the row, bad shapes, a query with no positive).
+    Memory beyond the inputs is one block (float64 and float32, two masks) plus per-query vectors.
+    Raises MetricError as retrieval_ranks does (NaN/inf naming the row, bad shapes, a query with no
+    positive).
     """
     a, b = _vectors(images, "images"), _vectors(texts, "texts")
     if a.shape[1] != b.shape[1]:
@@ -102,61 +165,39 @@ def embedding_ranks(
     pos_t = positive_matrix(text_to_image, positives, (n_images, n_texts))  # (n_texts, n_images)
     pos_i = pos_t.T.tocsr()  # (n_images, n_texts)
     starts = range(0, n_images, step)
+    blocks = _Blocks(a, b, step)
     if np.any(np.diff(pos_i.indptr) == 0) or np.any(np.diff(pos_t.indptr) == 0):
         # As retrieval_ranks: a NaN row is reported before a query without positives.
         for r0 in starts:
-            check_finite(_block(a, b, r0, min(r0 + step, n_images)), r0)
+            check_finite(blocks(r0, min(r0 + step, n_images)), r0)
         require_positives(pos_i, "image")
         require_positives(pos_t, "text")
 
     low, high = _brackets(a, b, pos_i)
-    ge_t = np.zeros(n_texts, dtype=np.int64)  # scores above high: at or above the best for sure
-    band: tuple[list[NDArray[np.intp]], list[NDArray[np.float32]]] | None = ([], [])
-    kept = 0
-    i2t = np.empty(n_images, dtype=np.int64)
-    top = np.empty(n_images, dtype=np.int64)
-    pos_vals = np.empty(pos_i.nnz, dtype=np.float32)  # score of each positive pair, in pos_i order
+    i64 = np.int64
+    out = _Counts(
+        np.empty(n_images, i64), np.empty(n_images, i64), np.zeros(n_texts, i64),
+        np.empty(pos_i.nnz, dtype=np.float32), ([], []),
+    )  # fmt: skip
     for r0 in starts:
-        r1 = min(r0 + step, n_images)
-        blk = _block(a, b, r0, r1)
+        blk = blocks(r0, min(r0 + step, n_images))
         check_finite(blk, r0)
-        p0, p1 = pos_i.indptr[r0], pos_i.indptr[r1]
-        counts = np.diff(pos_i.indptr[r0 : r1 + 1])
-        local = np.repeat(np.arange(r1 - r0), counts)
-        vals = blk[local, pos_i.indices[p0:p1]]
-        pos_vals[p0:p1] = vals
-        best = np.maximum.reduceat(vals, pos_i.indptr[r0:r1] - p0)
-        at_best = np.add.reduceat((vals >= best[local]).astype(np.int64), pos_i.indptr[r0:r1] - p0)
-        i2t[r0:r1] = np.count_nonzero(blk >= best[:, None], axis=1) - at_best
-        top[r0:r1] = np.argmax(blk, axis=1)
-        above = blk > high[None, :]
-        ge_t += np.count_nonzero(above, axis=0)
-        if band is not None:
-            near = blk >= low[None, :]
-            near &= ~above
-            kept += int(np.count_nonzero(near))
-            if kept > _BAND_LIMIT:  # counted before np.nonzero, whose indices would cost 16 bytes each
-                band = None  # massive ties: count in a second pass instead of keeping them all
-            else:
-                r, c = np.nonzero(near)
-                band[0].append(c)
-                band[1].append(blk[r, c])
-
+        _scan(blk, r0, pos_i, (low, high), blocks.masks, out)
     cols = pos_i.indices
     best_t = np.full(n_texts, -np.inf, dtype=np.float32)
-    np.maximum.at(best_t, cols, pos_vals)
-    at_best_t = np.bincount(cols[pos_vals >= best_t[cols]], minlength=n_texts).astype(np.int64)
+    np.maximum.at(best_t, cols, out.pos_vals)
+    at_best_t = np.bincount(cols[out.pos_vals >= best_t[cols]], minlength=n_texts).astype(np.int64)
     inside = low <= best_t
     inside &= best_t <= high
-    if band is not None and bool(inside.all()):
-        band_cols, band_vals = np.concatenate(band[0]), np.concatenate(band[1])
+    ge_t = out.ge_t
+    if out.band is not None and bool(inside.all()):
+        band_cols, band_vals = np.concatenate(out.band[0]), np.concatenate(out.band[1])
         ge_t += np.bincount(band_cols[band_vals >= best_t[band_cols]], minlength=n_texts)
     else:
         ge_t = np.zeros(n_texts, dtype=np.int64)
         for r0 in starts:
-            blk = _block(a, b, r0, min(r0 + step, n_images))
-            ge_t += np.count_nonzero(blk >= best_t[None, :], axis=0)
-    return EmbeddingRanks(i2t=i2t, t2i=ge_t - at_best_t, top_text=top)
+            ge_t += np.count_nonzero(blocks(r0, min(r0 + step, n_images)) >= best_t[None, :], axis=0)
+    return EmbeddingRanks(i2t=out.i2t, t2i=ge_t - at_best_t, top_text=out.top)
 
 
 def _brackets(

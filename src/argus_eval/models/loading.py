@@ -1,8 +1,10 @@
 """From a ModelConfig to a loaded adapter: scheme dispatch, family detection, fingerprints, presets.
 
-Schemes ("hf", "api", "zoo", plus plugins from the entry-point group ``argus_eval.models``) are
-``Scheme`` objects (``models/schemes.py``) in ``SCHEMES``: each maps the text after ``scheme:`` to an
-adapter, checks it without loading and says what identifies its answers. Hugging Face checkpoints are
+Schemes ("hf", "api", "zoo", "null", "object", "preset", plus plugins from the entry-point group
+``argus_eval.models``) are ``Scheme`` objects (``models/schemes.py``) in ``SCHEMES``: each maps the text
+after ``scheme:`` to an adapter, checks it without loading and says what identifies its answers. A spec
+with no scheme is a preset name, and a preset stands for another spec (``route``): loading, checking,
+fingerprints and served-ness follow it to the scheme of that spec. Hugging Face checkpoints are
 dispatched on config.json's ``model_type`` (then ``architectures``) through the family registry below.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,9 @@ from argus_eval.models import fingerprint as fp
 from argus_eval.models.load_request import LoadRequest
 from argus_eval.models.objects import OBJECT_SCHEME, ObjectScheme
 from argus_eval.models.options import call_only_options
-from argus_eval.models.presets import PRESETS, Preset
-from argus_eval.models.protocols import Model
+from argus_eval.models.presets import PRESET_SCHEME, PRESETS, PUBLISHED, Preset
+from argus_eval.models.protocols import Model, ModelInfo
+from argus_eval.models.regions import declared_regions
 from argus_eval.models.schemes import SCHEMES, Scheme
 from argus_eval.models.spec import ModelConfig
 from argus_eval.models.zoo_store import zoo_dir
@@ -57,23 +61,51 @@ GENERIC_FAMILY = "image-text-to-text"
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.pt")
 
 
+# A spec whose text before ":" names no scheme is a preset name (`argus models`): "clip-vit-b32".
+BARE_SCHEME = PRESET_SCHEME
+
+
 def _split(spec: str) -> tuple[str, str]:
-    """('hf', 'openai/clip...') for schemed specs; ('preset', name) otherwise."""
+    """('hf', 'openai/clip...') for schemed specs; (BARE_SCHEME, spec) for a bare name."""
     scheme, sep, target = spec.partition(":")
     if sep and scheme in SCHEMES:
         return scheme, target
-    return "preset", spec
+    return BARE_SCHEME, spec
 
 
-def _preset(cfg: ModelConfig) -> Preset:
-    try:
-        return PRESETS.get(cfg.spec)
-    except UnknownNameError as e:
-        raise ModelLoadError(
-            f"model {cfg.spec!r} names nothing loadable: not a preset and no scheme "
-            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}",
-            key="spec",
-        ) from None
+@dataclass(frozen=True)
+class Route:
+    """Where a spec loads: the spec itself once every short name (a preset) is replaced by the spec it
+    stands for, its scheme's name and object, and the text after ``scheme:``."""
+
+    spec: str
+    scheme: str
+    handler: Scheme
+    target: str
+
+    def config(self, cfg: ModelConfig) -> ModelConfig:
+        """cfg naming this route's spec (cfg itself when it names it already)."""
+        return cfg if cfg.spec == self.spec else cfg.model_copy(update={"spec": self.spec})
+
+
+def route(spec: str) -> Route:
+    """The scheme that loads spec, through the specs its scheme says it stands for (a preset's);
+    ModelLoadError naming the spec when it names nothing loadable (an unknown preset, or short names
+    that stand for each other)."""
+    seen = [spec]
+    while True:
+        name, target = _split(seen[-1])
+        handler = SCHEMES.get(name)
+        stands_for = handler.stands_for(target)
+        if stands_for is None:
+            return Route(seen[-1], name, handler, target)
+        if stands_for in seen:
+            raise ModelLoadError(
+                f"model {spec!r} names nothing loadable: {' -> '.join([*seen, stands_for])} stand for each "
+                "other; name a spec with a scheme (hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME)",
+                key="spec",
+            )
+        seen.append(stands_for)
 
 
 def _looks_like_path(target: str) -> bool:
@@ -214,42 +246,94 @@ class NullScheme(Scheme):
         return NullModel(cfg, target, model_fingerprint(cfg))
 
 
+class PresetScheme(Scheme):
+    """A preset name (``clip-vit-b32``, or ``preset:clip-vit-b32``): a short name for the spec of a paper
+    checkpoint (models/presets.py). It stands for that spec, which the loader loads, checks and
+    fingerprints through its own scheme; sizing reads the checkpoint's published config.json."""
+
+    def stands_for(self, target: str) -> str:
+        return _preset(target).spec
+
+    def load(self, cfg: ModelConfig, target: str) -> Model:
+        return load_model(cfg.model_copy(update={"spec": self.stands_for(target)}))
+
+    def declared(self, cfg: ModelConfig, target: str) -> ModelInfo | None:
+        """The preset table's family and capabilities (None for a name that is no preset: loading says
+        why); its regions are the ones the options declare."""
+        if target not in PRESETS:
+            return None
+        preset = PRESETS.get(target)
+        regions = declared_regions(cfg.options)
+        return ModelInfo(
+            name=cfg.name,
+            spec=preset.spec,
+            fingerprint="(not loaded)",
+            capabilities=frozenset(preset.capabilities),
+            family=preset.family,
+            extra={"regions": regions} if regions else {},
+        )
+
+    def config_file(self, target: str) -> tuple[Path, str]:
+        try:
+            preset = PRESETS.get(target)
+        except UnknownNameError as e:
+            raise ModelLoadError(f"model {target!r} names no preset and no scheme. {e}") from None
+        if not preset.config:
+            raise ModelLoadError(
+                f"preset {target!r} ships no published config; put its config.json in a directory and "
+                "size that (hf:DIR)"
+            )
+        path = PUBLISHED / preset.config
+        return path, f"{path} (published config of {preset.spec})"
+
+
+def _preset(name: str) -> Preset:
+    try:
+        return PRESETS.get(name)
+    except UnknownNameError as e:
+        raise ModelLoadError(
+            f"model {name!r} names nothing loadable: not a preset and no scheme "
+            f"(use hf:ID_OR_DIR, api:URL#MODEL or zoo:NAME). {e}",
+            key="spec",
+        ) from None
+
+
 SCHEMES.register("hf", HfScheme())
 SCHEMES.register("zoo", ZooScheme())
 SCHEMES.register("api", ApiScheme())
 SCHEMES.register("null", NullScheme())
 SCHEMES.register(OBJECT_SCHEME, ObjectScheme())  # objects given to argus_eval.evaluate
+SCHEMES.register(BARE_SCHEME, PresetScheme())
 
 
 def load_model(cfg: ModelConfig) -> Model:
     """Load the model a config names, once. ModelLoadError (naming the spec and cause) when impossible."""
+    way = route(cfg.spec)
+    return way.handler.load(way.config(cfg), way.target)
+
+
+def declared_info(cfg: ModelConfig) -> ModelInfo | None:
+    """What the model of cfg offers as its scheme knows it without loading (a preset's row of the preset
+    table), or None when only loading it tells."""
     scheme, target = _split(cfg.spec)
-    if scheme == "preset":
-        preset = _preset(cfg)
-        return load_model(cfg.model_copy(update={"spec": preset.spec}))
-    return SCHEMES.get(scheme).load(cfg, target)
+    return SCHEMES.get(scheme).declared(cfg, target)
 
 
 def is_served(cfg: ModelConfig) -> bool:
     """Whether cfg's scheme (through its preset, for a preset) serves the model elsewhere: its calls are
     requests to a server, not forward passes here. False for a spec that names nothing."""
-    scheme, _ = _split(cfg.spec)
-    if scheme == "preset":
-        if cfg.spec not in PRESETS:
-            return False
-        scheme, _ = _split(PRESETS.get(cfg.spec).spec)
-    return scheme in SCHEMES and SCHEMES.get(scheme).served
+    try:
+        return route(cfg.spec).handler.served
+    except ModelLoadError:
+        return False
 
 
 def check_spec(cfg: ModelConfig) -> None:
     """ModelLoadError when a single-checkpoint config names nothing loadable, found without loading
     weights: an unknown preset or scheme, a missing local directory or one without config.json and
     weights, an unbuilt zoo model, a malformed api URL. A hub id is not looked up (that needs the hub)."""
-    scheme, target = _split(cfg.spec)
-    if scheme == "preset":
-        check_spec(cfg.model_copy(update={"spec": _preset(cfg).spec}))
-    else:
-        SCHEMES.get(scheme).check(cfg, target)
+    way = route(cfg.spec)
+    way.handler.check(way.config(cfg), way.target)
 
 
 def model_fingerprint(cfg: ModelConfig) -> str:
@@ -259,19 +343,18 @@ def model_fingerprint(cfg: ModelConfig) -> str:
     max_new_tokens, trust_remote_code and every option but the scheme's call-only ones. Not in it: where
     the model runs (device) and how inputs are batched (batch_size): every adapter answers the same at
     any batch size (tests/test_batch_invariance_*.py), so a record computed at one serves the other.
+    A preset's is the fingerprint of the spec it stands for.
     """
-    scheme, target = _split(cfg.spec)
-    if scheme == "preset":
-        return model_fingerprint(cfg.model_copy(update={"spec": _preset(cfg).spec}))
+    way = route(cfg.spec)
+    cfg = way.config(cfg)
     options = fp.output_options(cfg.options, call_only_options(cfg.spec))
-    parts: dict[str, Any] = {"scheme": scheme, "dtype": cfg.dtype, "options": options}
+    parts: dict[str, Any] = {"scheme": way.scheme, "dtype": cfg.dtype, "options": options}
     if cfg.max_new_tokens is not None:  # caps every generation, so it changes answers
         parts["max_new_tokens"] = cfg.max_new_tokens
     if cfg.trust_remote_code:  # the checkpoint's own code runs instead of transformers' class
         parts["trust_remote_code"] = True
-    chosen = SCHEMES.get(scheme)
-    parts.update(chosen.identity(cfg, target))
-    if chosen.served:  # a served model: neither is ours to set
+    parts.update(way.handler.identity(cfg, way.target))
+    if way.handler.served:  # a served model: neither is ours to set
         parts.pop("dtype")
         parts.pop("trust_remote_code", None)
     return fp.combine(parts)

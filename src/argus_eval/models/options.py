@@ -142,17 +142,17 @@ def _options_of(scheme: str | None) -> type[SchemeOptions] | None:
 
 
 def scheme_of(spec: str) -> str | None:
-    """The scheme a spec (or the preset it names) loads through; None for a spec that names nothing."""
-    scheme, sep, _ = spec.partition(":")
-    if sep and scheme.isidentifier():
-        return scheme
-    from argus_eval.errors import UnknownNameError
-    from argus_eval.models.presets import PRESETS  # lazy: presets import the model wing
+    """The scheme a spec (or the preset it names) loads through; None for a spec that names nothing.
 
-    try:
-        return scheme_of(PRESETS.get(spec).spec)
-    except UnknownNameError:
-        return None  # not a preset: loading names the bad spec
+    A preset is read from the preset table as the preset scheme reads it (models/loading.py), not through
+    the scheme registry: every scheme takes a ModelConfig, whose validation calls this."""
+    from argus_eval.models.presets import preset_named  # lazy: presets import the model wing
+
+    preset = preset_named(spec)
+    if preset is not None:
+        return scheme_of(preset.spec)
+    scheme, sep, _ = spec.partition(":")
+    return scheme if sep and scheme.isidentifier() else None
 
 
 def call_only_options(spec: str) -> frozenset[str]:

@@ -26,6 +26,14 @@ class Preset:
 
 PRESETS: Registry[Preset] = Registry("model preset", base=Preset)
 PUBLISHED = Path(__file__).resolve().parent / "published"
+# the scheme of presets (models/loading.py): "preset:clip-vit-b32", or the bare name "clip-vit-b32"
+PRESET_SCHEME = "preset"
+
+
+def preset_named(spec: str) -> Preset | None:
+    """The preset a spec names (``clip-vit-b32`` or ``preset:clip-vit-b32``); None when it names none."""
+    name = spec.removeprefix(f"{PRESET_SCHEME}:")
+    return PRESETS.get(name) if name in PRESETS else None
 
 
 def _add(p: Preset) -> None:

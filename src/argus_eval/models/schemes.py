@@ -2,9 +2,11 @@
 
 A scheme is one object that owns everything the loader asks about its specs, so no code tests a scheme's
 name: how to load one, how to check one without loading weights, what identifies its answers (its part
-of the model fingerprint) and where its config.json lies for sizing on the meta device. The built-in
-schemes live in ``models/loading.py``; a plugin registers a ``Scheme`` through the ``argus_eval.models``
-entry-point group (or ``SCHEMES.register``), and a registered object of any other type is refused.
+of the model fingerprint), where its config.json lies for sizing on the meta device, and whether a spec
+of it is a short name for another spec (a preset: a bare name is one, through the ``preset`` scheme).
+The built-in schemes live in ``models/loading.py``; a plugin registers a ``Scheme`` through the
+``argus_eval.models`` entry-point group (or ``SCHEMES.register``), and a registered object of any other
+type is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from argus_eval.models.protocols import Model
+from argus_eval.models.protocols import Model, ModelInfo
 from argus_eval.models.spec import ModelConfig
 from argus_eval.registry import Registry
 
@@ -40,6 +42,28 @@ class Scheme:
 
     def config_dir(self, target: str) -> Path | None:
         """The local directory holding the checkpoint's config.json, or None when it has none here."""
+        del target
+        return None
+
+    def config_file(self, target: str) -> tuple[Path, str] | None:
+        """The config.json that sizes target on the meta device and, in words, where it came from; None
+        when there is none here. By default the one in ``config_dir``."""
+        d = self.config_dir(target)
+        if d is None:
+            return None
+        path = d / "config.json"
+        return path, str(path)
+
+    def declared(self, cfg: ModelConfig, target: str) -> ModelInfo | None:
+        """What the model offers, known without loading it (``argus run --dry-run`` plans with it); None
+        (the default) when only loading it tells."""
+        del cfg, target
+        return None
+
+    def stands_for(self, target: str) -> str | None:
+        """The spec target is a short name for (a preset's checkpoint), which the loader then loads,
+        checks and fingerprints in its place; None (the default) when this scheme loads target itself.
+        ModelLoadError naming target when it is a short name for nothing."""
         del target
         return None
 

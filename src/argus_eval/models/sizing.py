@@ -24,7 +24,6 @@ import torch
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models.hf_common import hf_module
 from argus_eval.models.loading import DUAL_ENCODER_TYPES, _split, detect_family
-from argus_eval.models.presets import PRESETS, PUBLISHED
 from argus_eval.models.schemes import SCHEMES
 from argus_eval.models.size_bounds import bounded_build, check_params, check_sizes
 from argus_eval.registry import CALLABLE, Registry
@@ -196,26 +195,18 @@ def read_config(spec: str) -> tuple[dict[str, Any], str]:
     config (models/published), a local directory's config.json (hf:DIR; weights not needed), or a zoo
     checkpoint's. ModelLoadError with the fix for anything else."""
     scheme, target = _split(spec)
-    if scheme == "preset":
-        try:
-            preset = PRESETS.get(target)
-        except UnknownNameError as e:
-            raise ModelLoadError(f"model {spec!r} names no preset and no scheme. {e}") from None
-        if not preset.config:
-            raise ModelLoadError(
-                f"preset {spec!r} ships no published config; put its config.json in a directory and "
-                "size that (hf:DIR)"
-            )
-        path = PUBLISHED / preset.config
-        return _load_json(path, spec), f"{path} (published config of {preset.spec})"
-    d = SCHEMES.get(scheme).config_dir(target)
-    if d is None:
+    handler = SCHEMES.get(scheme)
+    found = handler.config_file(target)  # a preset's: its published config (models/published)
+    stands_for = handler.stands_for(target) if found is None else None
+    if stands_for is not None:  # a short name with no config of its own: the spec it stands for
+        return read_config(stands_for)
+    if found is None:
         raise ModelLoadError(
             f"model {spec!r}: sizing reads a local config.json (hf:DIR), a zoo model or a preset; "
             "put the checkpoint's config.json alone in a directory and pass hf:DIR"
         )
-    path = d / "config.json"
-    return _load_json(path, spec), str(path)
+    path, where = found
+    return _load_json(path, spec), where
 
 
 def _load_json(path: Path, spec: str) -> dict[str, Any]:

@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from argus_eval.errors import CheckpointError, ModelLoadError
 
+
+def _shipped(folder: str) -> Path:
+    """A folder of the package's data (pyproject.toml's package-data) as a path on disk, found through
+    the package's resources rather than beside this file; the package root is asked, so that finding
+    the zoo's files imports nothing of the zoo wing. Checkpoints are read by path, and
+    `argus zoo train --install` writes into this folder."""
+    found = files("argus_eval").joinpath(folder)
+    # an unpacked install is a Path; anything else (a zip) has no folder to read a checkpoint from
+    return found.resolve() if isinstance(found, Path) else Path(str(found))
+
+
 # package data, not code: the zoo wing's folder holds the shipped files
-ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"
+ZOO_DIR = _shipped("zoo")
 MANIFEST = ZOO_DIR / "manifest.json"
 CHECKPOINTS = ZOO_DIR / "checkpoints"
 

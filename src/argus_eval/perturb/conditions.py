@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from typing import TYPE_CHECKING, Any
@@ -111,6 +111,11 @@ class Condition:
     def needs_partner(self) -> bool:
         """Whether a sample is shown another sample's image of its cell (the swap control)."""
         return self.behaviour.needs_partner(self)
+
+    def partners(self, items: Sequence[tuple[str, Hashable]], seed: int) -> dict[str, str]:
+        """Sample id -> the sample whose image it is shown instead (a swap's partners; its kind draws
+        them from seed over the cell's (sample id, image) pairs); {} for a condition that needs none."""
+        return self.behaviour.partners(self, items, seed)
 
     @property
     def shows_perturbed_image(self) -> bool:

@@ -86,6 +86,14 @@ class ControlKind(ConditionKind):
     def needs_partner(self, condition: Condition) -> bool:
         return needs_partner(condition.name)
 
+    def partners(
+        self, condition: Condition, items: Sequence[tuple[str, Hashable]], seed: int
+    ) -> dict[str, str]:
+        # fewer than two distinct images: no partner, and each sample's input names that (runner)
+        if not needs_partner(condition.name) or len({image for _, image in items}) < 2:
+            return {}
+        return swap_partners(items, seed)
+
     def accepted_by(self, task: ConditionTarget) -> bool:
         return task.image_controls
 

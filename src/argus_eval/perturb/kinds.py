@@ -14,6 +14,7 @@ ConditionKind subclass or instance ("my_pkg.kinds:InvertKind").
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
 
 from argus_eval.errors import PerturbationError, UnknownNameError
@@ -84,6 +85,13 @@ class ConditionKind:
     def needs_partner(self, condition: Condition) -> bool:
         """Whether the model is shown another sample's image of the cell instead of its own (swap)."""
         return False
+
+    def partners(
+        self, condition: Condition, items: Sequence[tuple[str, Hashable]], seed: int
+    ) -> dict[str, str]:
+        """For a kind that needs a partner: item id -> the item whose image it is shown instead, over a
+        cell's (sample id, image) pairs, drawn from seed. A kind that needs none has none."""
+        return {}
 
     def accepted_by(self, task: ConditionTarget) -> bool:
         """Whether the condition changes what task sends to a model (else the task skips it)."""

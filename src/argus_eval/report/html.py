@@ -235,8 +235,6 @@ def render_html(
         data_roots(results.manifest.config, samples_path.parent),
     )
     lib = plotly_js()
-    name = results.manifest.run_name
-    gap = results.gap
     notes = list(results.notes)
     if lib is None:
         notes.append(
@@ -247,7 +245,13 @@ def render_html(
         "gallery": gallery.items,
         "thumbnails": gallery.thumbnails,
     }
-    t = {
+    sections = _sections(results, charts, _tables_by_key(results), gallery, opts)
+    return _page(results.manifest.run_name, _lead(results, notes), sections, payload, lib)
+
+
+def _tables_by_key(results: Results) -> dict[str, Table]:
+    """Every table the page shows, by its key."""
+    return {
         tb.key: tb
         for tb in [
             *tables.all_tables(results),
@@ -256,7 +260,17 @@ def render_html(
             *usage_tables(results),
         ]
     }
-    sections = [
+
+
+def _sections(
+    results: Results,
+    charts: list[ch.Chart | SvgChart],
+    t: dict[str, Table],
+    gallery: Gallery,
+    opts: HtmlOptions,
+) -> list[tuple[str, str, str]]:
+    """The page's sections in order: (id, title, HTML content)."""
+    return [
         ("scorecard", "Scorecard", table_html(t["scorecard"]) + _chart_divs(charts, "charts")),
         (
             "failures",
@@ -303,10 +317,11 @@ def render_html(
         ("gallery", "Failure gallery", _gallery_section(gallery, opts)),
         ("manifest", "Run manifest", _manifest(results)),
     ]
-    nav = "".join(f"<a href='#{sid}'>{esc(title)}</a>" for sid, title, _ in sections)
-    body = "".join(
-        f"<section id='{sid}'><h2>{esc(title)}</h2>{content}</section>" for sid, title, content in sections
-    )
+
+
+def _lead(results: Results, notes: list[str]) -> str:
+    """What the page says first: the gap sentence, Kendall's tau and the run's notes."""
+    gap = results.gap
     notes_html = (
         "<ul class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else ""
     )
@@ -315,13 +330,24 @@ def render_html(
         f"<p class='tau'>Kendall's tau between the capability and overall rankings: "
         f"{esc(fmt.with_interval(gap.kendall_tau, gap.kendall_tau_interval))}</p>"
     )
+    return gap_html + notes_html
+
+
+def _page(
+    name: str, lead: str, sections: list[tuple[str, str, str]], payload: dict[str, Any], lib: str | None
+) -> str:
+    """The document around the sections: head, style, navigation, the scripts' data and code."""
+    nav = "".join(f"<a href='#{sid}'>{esc(title)}</a>" for sid, title, _ in sections)
+    body = "".join(
+        f"<section id='{sid}'><h2>{esc(title)}</h2>{content}</section>" for sid, title, content in sections
+    )
     lib_html = f"<script>{lib}</script>" if lib is not None else ""
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>ARGUS-EVAL report: {esc(name)}</title><style>{CSS}</style>"
         f"<script>{ERROR_HOOK}</script></head><body><main>"
-        f"<h1>ARGUS-EVAL report: {esc(name)}</h1>{gap_html}{notes_html}<nav>{nav}</nav>{body}"
+        f"<h1>ARGUS-EVAL report: {esc(name)}</h1>{lead}<nav>{nav}</nav>{body}"
         f"</main><script type='application/json' id='argus-data'>{script_json(payload)}</script>"
         f"{lib_html}<script>{APP}</script></body></html>\n"
     )

@@ -6,10 +6,11 @@ trusted as far as the folder that holds it."""
 from __future__ import annotations
 
 import hashlib
-import io
 import zipfile
 
 import numpy as np
+
+from argus_eval.runner.array_blob import unpack
 
 _SEAL = b"argus-sealed/1\0"
 _DIGEST = 16
@@ -44,11 +45,11 @@ def require_finite(a: np.ndarray, what: str) -> np.ndarray:
 
 
 def finite_arrays(blob: bytes, what: str) -> dict[str, np.ndarray]:
-    """The arrays of an npz blob (no pickles), each checked finite; DamagedPartError naming `what` when
-    the bytes do not decode (np.load fails in these several ways on bad bytes) or hold NaN or infinity."""
+    """The arrays of an array blob (runner/array_blob.py; no pickles), each checked finite;
+    DamagedPartError naming `what` when the bytes do not decode (an older npz blob fails np.load in
+    these several ways on bad bytes) or hold NaN or infinity."""
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = unpack(blob)
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
         raise DamagedPartError(f"{what} do not decode ({type(e).__name__})") from None
     for name, a in arrays.items():

@@ -2,7 +2,7 @@
 
 It is the single source of truth: scoring and reports read from it, never from a model. Records are
 written one batch per transaction, so a run killed at any point loses at most the batch in flight.
-Arrays (embeddings) are stored as .npy bytes with allow_pickle=False: no pickles anywhere.
+Arrays (embeddings) are stored as raw bytes under a typed header (runner/array_blob.py): no pickles anywhere.
 Text a model answered is stored by data/text.py's rule (each lone surrogate becomes U+FFFD), on writing
 and on reading, so no answer can make samples.jsonl, a metric or a rerun fail. A damaged file (bytes
 overwritten in its middle) is one StoreError naming it and what to do.
@@ -10,7 +10,6 @@ overwritten in its middle) is one StoreError naming it and what to do.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sqlite3
@@ -24,6 +23,8 @@ import numpy as np
 
 from argus_eval.data.text import repair_text, repair_value
 from argus_eval.errors import ArgusError, OutputError, StoreError
+from argus_eval.runner.array_blob import pack as pack_arrays
+from argus_eval.runner.array_blob import unpack as unpack_arrays
 from argus_eval.runner.seal import DamagedPartError, finite_arrays, seal, unseal
 from argus_eval.runner.write.outputs import writing
 from argus_eval.tasks.records import Record
@@ -47,22 +48,6 @@ CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, arrays BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS scored (key TEXT PRIMARY KEY, value BLOB NOT NULL);
 """
-
-
-def _pack_arrays(arrays: Mapping[str, np.ndarray]) -> bytes | None:
-    if not arrays:
-        return None
-    buf = io.BytesIO()
-    # npz of plain .npy members; loading uses allow_pickle=False
-    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})  # type: ignore[arg-type]
-    return buf.getvalue()
-
-
-def _unpack_arrays(blob: bytes | None) -> dict[str, np.ndarray]:
-    if blob is None:
-        return {}
-    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
 
 
 class Store:
@@ -185,7 +170,7 @@ class Store:
                 cell,
                 r.sample_id,
                 None if r.output is None else json.dumps(repair_value(r.output), sort_keys=True),
-                _pack_arrays(r.arrays),
+                pack_arrays(r.arrays),
                 None if r.error is None else repair_text(r.error),
                 float(r.seconds),
                 stamps.get(r.sample_id),
@@ -229,7 +214,7 @@ class Store:
                     sample_id=sid,
                     # repaired on reading too: a store written before the rule may hold a lone surrogate
                     output=None if output is None else repair_value(json.loads(output)),
-                    arrays=_unpack_arrays(arrays),
+                    arrays=unpack_arrays(arrays),
                     error=None if error is None else repair_text(str(error)),
                     seconds=seconds,
                 )
@@ -281,7 +266,7 @@ class Store:
 
     def put_features(self, key: str, arrays: Mapping[str, np.ndarray]) -> int:
         """Keep arrays under key, sealed (the first write wins); the bytes stored."""
-        blob = seal(_pack_arrays(arrays) or b"")
+        blob = seal(pack_arrays(arrays) or b"")
         with self._writes():
             self._db.execute("INSERT OR IGNORE INTO features(key, arrays) VALUES (?, ?)", (key, blob))
         return len(blob)

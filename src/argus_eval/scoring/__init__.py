@@ -4,7 +4,7 @@ from argus_eval.scoring.axes import cdc, cdc_cv
 from argus_eval.scoring.cells import mean_cell, ratio_cell, ratio_of_sums
 from argus_eval.scoring.options import AxisWeights, EfficiencyBudgets, ScoringOptions
 from argus_eval.scoring.ranking import RankingComparison, compare_rankings, gap_sentence, rank_models
-from argus_eval.scoring.scorecard import Scorecard, bootstrap_scorecard, compute_scorecard
+from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard
 from argus_eval.scoring.types import AxisValue, CellData, CellKey
 
 __all__ = [
@@ -14,7 +14,6 @@ __all__ = [
     "CellKey",
     "EfficiencyBudgets",
     "RankingComparison",
-    "Scorecard",
     "ScoringOptions",
     "bootstrap_scorecard",
     "cdc",

@@ -33,6 +33,7 @@ from argus_eval.scoring.pair_parts import (
     retention_parts,
 )
 from argus_eval.scoring.types import AxisSeries, FloatArray
+from argus_eval.scoring.view import ScorecardView
 
 AXIS_GROUP = "argus_eval.axes"
 ARGUS_ORDER = 40  # the overall axis's place: every term weighted into it is computed before it
@@ -55,18 +56,52 @@ class AxisOptions(Protocol):
 
 @dataclass(frozen=True)
 class AxisInputs:
-    """What an axis of one model may be computed from; rows are (full sample, resample 1, ...)."""
+    """What an axis of one model is computed from: the model's scorecard view (scoring/view.py: every
+    cell's rows by key, chance levels, answer-format rates, controls, retention, efficiency), the scoring
+    options and the axes computed before this one. The properties are the view's figures the built-in
+    axes read, as plain rows (row 0 full sample, then resamples)."""
 
-    model: str
-    clean: Mapping[TaskDataset, FloatArray]  # clean primary scores per (task, dataset)
-    consistent: Mapping[TaskDataset, FloatArray]  # the clean cells above their chance level
-    below_chance: Mapping[str, str]  # "task/dataset" -> why it is out of CDC
-    expected: Mapping[str, list[str]]  # task -> datasets any model has a clean cell on
-    ratios: Mapping[str, FloatArray]  # perturbed cell label -> retention rows
-    unpaired: Mapping[str, str]  # perturbed cell label -> why it has no clean partner
-    efficiency: AxisSeries
+    view: ScorecardView
     options: AxisOptions
     axes: Mapping[str, AxisSeries]  # the axes computed before this one
+
+    @property
+    def model(self) -> str:
+        return self.view.model
+
+    @property
+    def clean(self) -> Mapping[TaskDataset, FloatArray]:
+        """Clean primary score rows per (task, dataset)."""
+        return self.view.clean
+
+    @property
+    def consistent(self) -> Mapping[TaskDataset, FloatArray]:
+        """The clean cells above their chance level."""
+        return self.view.consistent
+
+    @property
+    def below_chance(self) -> Mapping[str, str]:
+        """ "task/dataset" -> why it is out of CDC."""
+        return self.view.below_chance
+
+    @property
+    def expected(self) -> Mapping[str, list[str]]:
+        """task -> datasets any model has a clean cell on."""
+        return self.view.expected
+
+    @property
+    def ratios(self) -> Mapping[str, FloatArray]:
+        """Perturbed cell label -> retention rows."""
+        return self.view.ratios
+
+    @property
+    def unpaired(self) -> Mapping[str, str]:
+        """Perturbed cell label -> why it has no clean partner."""
+        return self.view.unpaired
+
+    @property
+    def efficiency(self) -> AxisSeries:
+        return self.view.efficiency
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from argus_eval.scoring.axes import retention_ratios
 from argus_eval.scoring.axis_registry import AxisInputs, axis_specs
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellKey, FloatArray
+from argus_eval.scoring.view import CellFacts, build_view
 
 
 @dataclass(frozen=True)
@@ -106,32 +107,34 @@ def model_rows(
     below_chance: Mapping[CellKey, float] | None = None,
     nrows: int | None = None,
     left_out: Mapping[CellKey, str] | None = None,
+    facts: CellFacts | None = None,
+    e_tasks: Mapping[tuple[str, str], FloatArray] | None = None,
 ) -> ModelRows:
     """All axes of one model; rows of every array are (full sample, resample 1, ...); nrows: how many
     (default: those of the score rows; needed when no cell has a score); left_out: cells that have no
-    score rows and why (RR names them).
+    score rows and why (RR names them); facts: the cells' chance levels and answer-format rates; e_tasks:
+    (model, task) -> E_task rows, when E comes from timing trials.
 
     A clean cell at or below its chance level counts in P (as the failure it is) but not in CDC:
     relative deviations around a near-zero mean measure noise, not consistency."""
-    mine = sorted(k for k in scores if k.model == model)
-    clean = {k.group: scores[k] for k in mine if k.is_clean}
-    floor = below_chance or {}
-    consistent = {k.group: scores[k] for k in mine if k.is_clean and k not in floor}
     if nrows is None:
         nrows = len(next(iter(scores.values())))
     retention, unpaired = retention_rows(model, scores, flips)
     for k, why in sorted((left_out or {}).items()):
         if k.model == model and k.is_perturbation:
             unpaired[f"{k.task}/{k.dataset}/{k.condition}"] = why
-    ratios = {f"{r.key.task}/{r.key.dataset}/{r.key.condition}": r.ratio for r in retention}
-    e = efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows)
-    below = {
-        f"{k.task}/{k.dataset}": f"score at or below chance ({lvl:.3f})"
-        for k, lvl in sorted(floor.items())
-        if k.model == model
-    }
+    view = build_view(
+        model,
+        scores,
+        facts,
+        retention={r.key: r.ratio for r in retention},
+        unpaired=unpaired,
+        floor=below_chance,
+        expected=expected,
+        efficiency_tasks=e_tasks,
+        efficiency=efficiency if isinstance(efficiency, AxisSeries) else constant_series(efficiency, nrows),
+    )
     axes: dict[str, AxisSeries] = {}
     for spec in axis_specs():  # in order: an axis may read the ones before it (ARGUS, R)
-        inputs = AxisInputs(model, clean, consistent, below, expected, ratios, unpaired, e, options, axes)
-        axes[spec.name] = spec.compute(inputs)
+        axes[spec.name] = spec.compute(AxisInputs(view, options, axes))
     return ModelRows(axes, retention, _severity_curves(retention))

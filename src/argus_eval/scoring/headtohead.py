@@ -29,9 +29,9 @@ from argus_eval.results_model.weights import normalised
 from argus_eval.scoring.axis_registry import axis_specs
 from argus_eval.scoring.gates import INCOMPLETE, WITHHELD, Gates, holds
 from argus_eval.scoring.pair_parts import PairInputs, shared_clean
-from argus_eval.scoring.power import samples_per_cell, separating_factor, shrink
+from argus_eval.scoring.power import samples_per_cell, separating_factor
 from argus_eval.scoring.statistics import percentile_interval
-from argus_eval.scoring.types import CellKey, FloatArray
+from argus_eval.scoring.types import FloatArray
 
 AXIS_NAMES = {"capability": "P", "overall": "ARGUS"}
 
@@ -250,17 +250,145 @@ def _leading_p(
     """The leading model's P(beats) on the axis with k x the samples per cell (scoring/power.py)."""
 
     def p_at(k: float) -> float | None:
-        s = 1.0 / np.sqrt(k)
-        scaled = PairInputs(
-            {m: {g: shrink(r, s) for g, r in inp.clean.get(m, {}).items()} for m in (a, b)},
-            inp.floor,
-            {m: {g: shrink(r, s) for g, r in inp.retention.get(m, {}).items()} for m in (a, b)},
-            inp.efficiency,  # timing trials are not samples
-        )
-        p = p_beats(compare_pair(scaled, a, b, weights, variant).h[axis])
+        p = p_beats(compare_pair(inp.scaled(1.0 / np.sqrt(k), (a, b)), a, b, weights, variant).h[axis])
         return None if p is None else max(p, 1.0 - p)
 
     return p_at
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """Every ordered pair compared, and what the run supports about each: the state the head-to-head's
+    tables (ranks, claims, ties, held pairs, matrices) are read from."""
+
+    names: list[str]
+    pairs: dict[tuple[str, str], Pair]
+    verdicts: dict[str, dict[tuple[str, str], Verdict]]  # axis -> comparable pair -> verdict
+    confidence: float
+    gates: Gates
+
+    def claimed(self, ax: str, x: str, y: str) -> bool:
+        return supported(self.verdicts, self.confidence, self.gates, ax, x, y)
+
+    def others(self, m: str) -> list[str]:
+        return [o for o in self.names if o != m]
+
+    def matrix(self, ax: str, pick: Callable[[Verdict], float | None]) -> dict[str, dict[str, float | None]]:
+        """A -> B -> the picked figure of the verdict (None where the pair is not comparable)."""
+        v = self.verdicts[ax]
+        return {a: {b: pick(v[(a, b)]) if (a, b) in v else None for b in self.others(a)} for a in self.names}
+
+
+def _compared(
+    names: list[str], source: Callable[[str, str], PairInputs], weights: Mapping[str, float], variant: str
+) -> dict[tuple[str, str], Pair]:
+    return {
+        (a, b): compare_pair(source(a, b), a, b, weights, variant) for a in names for b in names if a != b
+    }
+
+
+def _verdicts(pairs: Mapping[tuple[str, str], Pair]) -> dict[str, dict[tuple[str, str], Verdict]]:
+    """Per headline axis, each comparable pair's P(beats) and full-sample h."""
+    verdicts: dict[str, dict[tuple[str, str], Verdict]] = {ax: {} for ax in AXIS_NAMES}
+    for key, pr in pairs.items():
+        if pr.reason is None:
+            for ax in AXIS_NAMES:
+                verdicts[ax][key] = Verdict(p_beats(pr.h[ax]), float(pr.h[ax][0]))
+    return verdicts
+
+
+def _win_rows(run: _Pairs) -> dict[str, dict[str, FloatArray]]:
+    """Per headline axis, each model's mean h over its comparable opponents, in every row."""
+    out: dict[str, dict[str, FloatArray]] = {ax: {} for ax in AXIS_NAMES}
+    for ax in AXIS_NAMES:
+        for m in run.names:
+            rows = [run.pairs[(m, o)].h[ax] for o in run.others(m) if run.pairs[(m, o)].reason is None]
+            if rows:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    out[ax][m] = np.nanmean(np.stack(rows), axis=0)
+    return out
+
+
+def _ranks(run: _Pairs, win_rows: Mapping[str, Mapping[str, FloatArray]]) -> dict[str, dict[str, int | None]]:
+    """Rank = 1 + the models claimed above it; None for a model comparable with none."""
+    return {
+        ax: {
+            m: (1 + sum(run.claimed(ax, o, m) for o in run.others(m))) if m in win_rows[ax] else None
+            for m in run.names
+        }
+        for ax in AXIS_NAMES
+    }
+
+
+def _claims(run: _Pairs) -> list[dict[str, Any]]:
+    return [
+        {"axis": ax, "above": x, "below": y, "p": run.verdicts[ax][(x, y)].p_beats}
+        for ax in AXIS_NAMES
+        for x in run.names
+        for y in run.others(x)
+        if run.claimed(ax, x, y)
+    ]
+
+
+def _tie(
+    run: _Pairs, ax: str, x: str, y: str, separate: Callable[[str, str, str], int | None] | None
+) -> dict[str, Any]:
+    """A comparable pair neither claimed above the other, with what would separate it."""
+    e_rows = run.pairs[(x, y)].h.get("E")
+    p_e = None if e_rows is None else p_beats(e_rows)
+    e_open = ax == "overall" and p_e is not None and 1 - run.confidence < p_e < run.confidence
+    p = run.verdicts[ax][(x, y)].p_beats
+    tie: dict[str, Any] = {
+        "axis": ax,
+        "models": [x, y],
+        "p": p,
+        "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
+    }
+    if separate is not None and p is not None:
+        tie["samples_to_separate"] = separate(ax, x, y)
+    return tie
+
+
+def _ties(run: _Pairs, separate: Callable[[str, str, str], int | None] | None) -> list[dict[str, Any]]:
+    return [
+        _tie(run, ax, x, y, separate)
+        for ax in AXIS_NAMES
+        for x in run.names
+        for y in run.names
+        if x < y
+        and (x, y) in run.verdicts[ax]
+        and not holds(run.gates, ax, x, y)
+        and not run.claimed(ax, x, y)
+        and not run.claimed(ax, y, x)
+    ]
+
+
+def _held(run: _Pairs) -> dict[str, list[dict[str, Any]]]:
+    """gate -> the pairs it withholds claims about, per axis, with their P(beats)."""
+    return {
+        name: [
+            {
+                "axis": ax,
+                "models": [a, b],
+                "p": None if (v := run.verdicts[ax].get((a, b))) is None else v.p_beats,
+                **entry,
+            }
+            for ax in AXIS_NAMES
+            for (a, b), entry in sorted(gate.pairs.get(ax, {}).items())
+        ]
+        for name, gate in run.gates.items()
+    }
+
+
+def _not_comparable(run: _Pairs) -> list[dict[str, Any]]:
+    """Pairs with no shared cell, but for those a gate already lists."""
+    held_pairs = {p for gate in run.gates.values() for p in gate.held()}
+    return [
+        {"models": [a, b], "reason": pr.reason}
+        for (a, b), pr in sorted(run.pairs.items())
+        if a < b and pr.reason and (a, b) not in held_pairs
+    ]
 
 
 def head_to_head(
@@ -280,141 +408,34 @@ def head_to_head(
     sizes: the samples a pair shares per cell, for the samples per cell that would separate a tie."""
     names = sorted(models)
     source = inputs if callable(inputs) else (lambda _a, _b: inputs)
-    gates = gates or {}
-    pairs = {
-        (a, b): compare_pair(source(a, b), a, b, weights, variant) for a in names for b in names if a != b
-    }
-    verdicts: dict[str, dict[tuple[str, str], Verdict]] = {ax: {} for ax in AXIS_NAMES}
-    for key, pr in pairs.items():
-        if pr.reason is None:
-            for ax in AXIS_NAMES:
-                verdicts[ax][key] = Verdict(p_beats(pr.h[ax]), float(pr.h[ax][0]))
-    has_boot = any(v.p_beats is not None for v in verdicts["overall"].values())
-    win_rows: dict[str, dict[str, FloatArray]] = {ax: {} for ax in AXIS_NAMES}
-    for ax in AXIS_NAMES:
-        for m in names:
-            rows = [pairs[(m, o)].h[ax] for o in names if o != m and pairs[(m, o)].reason is None]
-            if rows:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    win_rows[ax][m] = np.nanmean(np.stack(rows), axis=0)
+    pairs = _compared(names, source, weights, variant)
+    run = _Pairs(names, pairs, _verdicts(pairs), confidence, gates or {})
 
-    def claimed(ax: str, x: str, y: str) -> bool:
-        return supported(verdicts, confidence, gates, ax, x, y)
+    def separate(ax: str, x: str, y: str) -> int | None:
+        if sizes is None:
+            return None
+        p_at = _leading_p(source(x, y), x, y, ax, weights, variant)
+        return samples_per_cell(separating_factor(p_at, confidence), sizes(x, y))
 
-    ranks = {
-        ax: {
-            m: (1 + sum(claimed(ax, o, m) for o in names if o != m)) if m in win_rows[ax] else None
-            for m in names
-        }
-        for ax in AXIS_NAMES
-    }
-    claims = [
-        {"axis": ax, "above": x, "below": y, "p": verdicts[ax][(x, y)].p_beats}
-        for ax in AXIS_NAMES
-        for x in names
-        for y in names
-        if x != y and claimed(ax, x, y)
-    ]
-    ties = []
-    for ax in AXIS_NAMES:
-        for x in names:
-            for y in names:
-                if (
-                    x < y
-                    and (x, y) in verdicts[ax]
-                    and not holds(gates, ax, x, y)
-                    and not claimed(ax, x, y)
-                    and not claimed(ax, y, x)
-                ):
-                    e_rows = pairs[(x, y)].h.get("E")
-                    p_e = None if e_rows is None else p_beats(e_rows)
-                    e_open = ax == "overall" and p_e is not None and 1 - confidence < p_e < confidence
-                    tie: dict[str, Any] = {
-                        "axis": ax,
-                        "models": [x, y],
-                        "p": verdicts[ax][(x, y)].p_beats,
-                        "separate_by": "more samples" + (" or more timing trials" if e_open else ""),
-                    }
-                    if sizes is not None and verdicts[ax][(x, y)].p_beats is not None:
-                        p_at = _leading_p(source(x, y), x, y, ax, weights, variant)
-                        tie["samples_to_separate"] = samples_per_cell(
-                            separating_factor(p_at, confidence), sizes(x, y)
-                        )
-                    ties.append(tie)
-    held = {
-        name: [
-            {
-                "axis": ax,
-                "models": [a, b],
-                "p": verdicts[ax][(a, b)].p_beats if (a, b) in verdicts[ax] else None,
-                **entry,
-            }
-            for ax in AXIS_NAMES
-            for (a, b), entry in sorted(gate.pairs.get(ax, {}).items())
-        ]
-        for name, gate in gates.items()
-    }
-    held_pairs = {p for gate in gates.values() for p in gate.held()}
-    not_comparable = [
-        {"models": [a, b], "reason": pr.reason}
-        for (a, b), pr in sorted(pairs.items())
-        if a < b and pr.reason and (a, b) not in held_pairs
-    ]
+    win_rows = _win_rows(run)
+    not_comparable = _not_comparable(run)
     tau_rows = _tau_rows(win_rows["capability"], win_rows["overall"])
-    tau = None if tau_rows is None or np.isnan(tau_rows[0]) else float(tau_rows[0])
+    has_boot = any(v.p_beats is not None for v in run.verdicts["overall"].values())
     return HeadToHead(
         confidence=confidence,
-        pairwise={
-            AXIS_NAMES[ax]: {
-                a: {
-                    b: verdicts[ax][(a, b)].p_beats if (a, b) in verdicts[ax] else None
-                    for b in names
-                    if b != a
-                }
-                for a in names
-            }
-            for ax in AXIS_NAMES
-        },
-        head_to_head={
-            AXIS_NAMES[ax]: {
-                a: {b: verdicts[ax][(a, b)].h if (a, b) in verdicts[ax] else None for b in names if b != a}
-                for a in names
-            }
-            for ax in AXIS_NAMES
-        },
+        pairwise={AXIS_NAMES[ax]: run.matrix(ax, lambda v: v.p_beats) for ax in AXIS_NAMES},
+        head_to_head={AXIS_NAMES[ax]: run.matrix(ax, lambda v: v.h) for ax in AXIS_NAMES},
         win_rate={
             ax: {m: (float(win_rows[ax][m][0]) if m in win_rows[ax] else None) for m in names}
             for ax in AXIS_NAMES
         },
-        ranks=ranks,
-        claims=claims,
-        ties=ties,
+        ranks=_ranks(run, win_rows),
+        claims=_claims(run),
+        ties=_ties(run, separate if sizes is not None else None),
         not_comparable=not_comparable,
-        held=held,
-        shared={a: {b: pairs[(a, b)].shared for b in names if b != a} for a in names},
-        kendall_tau=tau,
+        held=_held(run),
+        shared={a: {b: pairs[(a, b)].shared for b in run.others(a)} for a in names},
+        kendall_tau=None if tau_rows is None or np.isnan(tau_rows[0]) else float(tau_rows[0]),
         kendall_tau_interval=None if tau_rows is None else percentile_interval(tau_rows, interval_confidence),
-        sentence=_sentence(names, verdicts, confidence, has_boot, not_comparable, gates),
+        sentence=_sentence(names, run.verdicts, confidence, has_boot, not_comparable, run.gates),
     )
-
-
-def pair_inputs(
-    scores: Mapping[CellKey, FloatArray],
-    below_chance: Mapping[CellKey, float],
-    retention: Mapping[str, Sequence[tuple[CellKey, FloatArray]]],
-    efficiency: Mapping[tuple[str, str], FloatArray],
-) -> PairInputs:
-    """Collect the per-model parts from the scorecard's rows."""
-    clean: dict[str, dict[tuple[str, str], FloatArray]] = {}
-    floor: dict[str, set[tuple[str, str]]] = {}
-    for k, rows in scores.items():
-        if k.is_clean:
-            clean.setdefault(k.model, {})[k.group] = rows
-            if k in below_chance:
-                floor.setdefault(k.model, set()).add(k.group)
-    ret = {m: {(k.task, k.dataset, k.condition): r for k, r in entries} for m, entries in retention.items()}
-    eff: dict[str, dict[str, FloatArray]] = {}
-    for (m, t), rows in efficiency.items():
-        eff.setdefault(m, {})[t] = rows
-    return PairInputs(clean, floor, ret, eff)

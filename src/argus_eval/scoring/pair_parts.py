@@ -4,23 +4,50 @@ the head-to-head compares every declared axis that has one without knowing it.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from argus_eval.scoring.axes import CDC_VARIANTS
 from argus_eval.scoring.types import FloatArray
+from argus_eval.scoring.view import ScorecardView
 
 
 @dataclass(frozen=True)
 class PairInputs:
-    """Per-model parts the head-to-head reads: name -> rows (row 0 full sample, then resamples)."""
+    """The views (scoring/view.py) a pair is compared on, model -> view: each model's cells on the samples
+    both scored. The properties are the per-model rows the built-in parts read (row 0 full sample)."""
 
-    clean: dict[str, dict[tuple[str, str], FloatArray]]  # model -> (task, dataset) -> score rows
-    floor: dict[str, set[tuple[str, str]]]  # model -> clean cells at or below chance
-    retention: dict[str, dict[tuple[str, str, str], FloatArray]]  # model -> (task, dataset, cond) -> ratio
-    efficiency: dict[str, dict[str, FloatArray]]  # model -> task -> E_task rows
+    views: Mapping[str, ScorecardView]
+
+    @cached_property
+    def clean(self) -> dict[str, dict[tuple[str, str], FloatArray]]:
+        """model -> (task, dataset) -> clean score rows."""
+        return {m: v.clean for m, v in self.views.items() if v.clean}
+
+    @cached_property
+    def floor(self) -> dict[str, set[tuple[str, str]]]:
+        """model -> clean cells at or below chance (decided on the model's own samples)."""
+        return {m: {k.group for k in v.floor} for m, v in self.views.items() if v.floor}
+
+    @cached_property
+    def retention(self) -> dict[str, dict[tuple[str, str, str], FloatArray]]:
+        """model -> (task, dataset, condition) -> retention ratio rows."""
+        return {
+            m: {(k.task, k.dataset, k.condition): r.values for k, r in v.retention.items()}
+            for m, v in self.views.items()
+        }
+
+    @cached_property
+    def efficiency(self) -> dict[str, dict[str, FloatArray]]:
+        """model -> task -> E_task rows."""
+        return {m: {t: r.values for t, r in v.efficiency_tasks.items()} for m, v in self.views.items()}
+
+    def scaled(self, s: float, models: Sequence[str]) -> PairInputs:
+        """These models' views with 1/s**2 times the samples per cell (scoring/power.py)."""
+        return PairInputs({m: self.views[m].scaled(s) for m in models if m in self.views})
 
 
 Parts = dict[tuple[str, ...], FloatArray]  # part key (task first) -> win rows

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from argus_eval.scoring.engine import retention_rows
-from argus_eval.scoring.headtohead import pair_inputs
 from argus_eval.scoring.pair_parts import PairInputs
 from argus_eval.scoring.paired import Draws, Group, group_rows, restrict
 from argus_eval.scoring.types import CellKey, FloatArray
+from argus_eval.scoring.view import CellFacts, build_view
 
 TaskDataset = tuple[str, str]
 
@@ -32,6 +32,7 @@ class PairRows:
         floor: Mapping[CellKey, float],
         efficiency: Mapping[tuple[str, str], FloatArray],
         draws: Draws,
+        facts: CellFacts | None = None,
     ) -> None:
         self._groups = {(g.model, g.task, g.dataset): g for g in groups}
         self._scores = scores
@@ -39,6 +40,7 @@ class PairRows:
         self._floor = floor
         self._efficiency = efficiency
         self._draws = draws
+        self._facts = facts or CellFacts()
         self._memo: dict[tuple[str, str], PairInputs] = {}
         self._common: dict[tuple[str, str], dict[TaskDataset, int]] = {}
 
@@ -77,8 +79,18 @@ class PairRows:
             + [(r.key, r.ratio) for r in retention_rows(m, scores, {})[0] if r.key.group in narrowed]
             for m in (a, b)
         }
-        efficiency = {k: v for k, v in self._efficiency.items() if k[0] in (a, b)}
-        return pair_inputs(scores, self._floor, retention, efficiency)
+        views = {
+            m: build_view(
+                m,
+                scores,
+                self._facts,
+                retention=dict(retention[m]),
+                floor=self._floor,
+                efficiency_tasks=self._efficiency,
+            )
+            for m in (a, b)
+        }
+        return PairInputs(views)
 
     def __call__(self, a: str, b: str) -> PairInputs:
         """The pair's inputs (either order gives the same)."""

@@ -1,11 +1,13 @@
-"""The scorecard as its part of results.json (the Results model's ScorecardPart): axes, model rows,
-cells, rankings, the gap, the comparison and the bootstrap. NaN becomes null and numpy numbers plain
-ones on the way."""
+"""The blocks of the scorecard's part of results.json (the Results model's ScorecardPart), made straight
+from scoring's rows: a model's row from its axis and retention rows, a cell from its score rows, and the
+comparison, rankings and gap from the head-to-head. NaN becomes null and numpy numbers plain ones on the
+way; scoring/scorecard.py assembles them into the one scorecard type."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,6 @@ from argus_eval.results_model.scorecard import (
     AxisDetail,
     AxisInfo,
     BelowChance,
-    BootstrapBlock,
     Claim,
     CommonSamples,
     ComparisonBlock,
@@ -29,16 +30,15 @@ from argus_eval.results_model.scorecard import (
     Rankings,
     Retention,
     ScorecardCell,
-    ScorecardPart,
-    ScoringOptionsEcho,
     ShortCell,
     Tie,
     Withheld,
 )
 from argus_eval.scoring.axis_registry import axis_names, axis_specs
+from argus_eval.scoring.engine import ModelRows
 from argus_eval.scoring.headtohead import HeadToHead
-from argus_eval.scoring.scorecard import CellScore, ModelCard, Scorecard
-from argus_eval.scoring.types import CellKey
+from argus_eval.scoring.statistics import percentile_interval
+from argus_eval.scoring.types import AxisValue, CellKey, FloatArray
 
 
 def clean(obj: Any) -> Any:
@@ -71,45 +71,104 @@ def _key_fields(key: CellKey) -> dict[str, Any]:
     return out
 
 
-def _cell(c: CellScore, extras: Mapping[str, ExtraScore] | None) -> ScorecardCell:
+def _point(rows: FloatArray | None) -> float | None:
+    if rows is None or np.isnan(rows[0]):
+        return None
+    return float(rows[0])
+
+
+@dataclass(frozen=True)
+class CellSizes:
+    """Per cell: samples its score is on, samples it scored that another condition did not, its chance."""
+
+    n_samples: int
+    n_dropped: int
+    chance: float | None
+
+
+def cell_block(
+    key: CellKey,
+    point: FloatArray,
+    boot: FloatArray | None,
+    size: CellSizes,
+    confidence: float,
+    extras: Mapping[str, ExtraScore] | None,
+) -> ScorecardCell:
+    """A cell's primary score (row 0 of its point rows), its interval from the resample rows."""
     more: dict[str, Any] = {} if not extras else {"extras": dict(sorted(extras.items()))}
+    interval = None if boot is None else percentile_interval(boot, confidence)
     return ScorecardCell(
-        **_key_fields(c.key),
-        score=clean(c.score),
-        n_samples=c.n_samples,
-        n_dropped=c.n_dropped,
-        interval=clean(c.interval),
-        chance=clean(c.chance),
+        **_key_fields(key),
+        score=clean(float(point[0])),
+        n_samples=size.n_samples,
+        n_dropped=size.n_dropped,
+        interval=clean(interval),
+        chance=clean(size.chance),
         **more,
     )
 
 
-def _row(card: ModelCard, efficiency: EfficiencyBlock | None) -> ModelRow:
+def below_chance(key: CellKey, point: FloatArray, chance: float | None) -> BelowChance | None:
+    """The block of a clean cell at or below its chance level (None for any other cell)."""
+    score = float(point[0])
+    if not key.is_clean or chance is None or score > chance + 1e-12:
+        return None
+    return BelowChance(**_key_fields(key), score=clean(score), chance=clean(chance))
+
+
+def _row(
+    axes: Mapping[str, AxisValue],
+    intervals: Mapping[str, Any],
+    retention: list[Retention],
+    curves: Mapping[str, Mapping[int, float | None]],
+    efficiency: EfficiencyBlock | None,
+) -> ModelRow:
     names = axis_names()
-    values = {axis: clean(card.axes[axis].value) for axis in names}
+    return ModelRow(
+        **{axis: clean(axes[axis].value) for axis in names},
+        raw={axis: clean(axes[axis].raw) for axis in names},
+        undefined={a: v.undefined_reason for a, v in axes.items() if v.undefined_reason is not None},
+        detail={axis: AxisDetail(**clean(axes[axis].detail)) for axis in names},
+        intervals=clean(intervals),
+        retention=retention,
+        severity_curves={n: {str(s): clean(v) for s, v in c.items()} for n, c in curves.items()},
+        efficiency=efficiency,
+    )
+
+
+def model_row(
+    point: ModelRows, boot: ModelRows | None, confidence: float, efficiency: EfficiencyBlock | None
+) -> ModelRow:
+    """A model's row: each axis's value (row 0 of the point rows), its interval from the resample rows,
+    its retention table and severity curves."""
+
+    def interval(r: FloatArray | None) -> tuple[float, float] | None:
+        return percentile_interval(r, confidence)
+
     retention = [
         Retention(
             **{k: v for k, v in _key_fields(r.key).items() if k != "model"},
-            clean=clean(r.clean),
-            perturbed=clean(r.perturbed),
-            retention=clean(r.retention),
-            flip_rate=clean(r.flip_rate),
-            intervals=clean(r.intervals),
+            clean=clean(float(r.clean[0])),
+            perturbed=clean(float(r.perturbed[0])),
+            retention=clean(_point(r.ratio)),
+            flip_rate=clean(_point(r.flip)),
+            intervals=clean(
+                {} if boot is None else {"retention": interval(b.ratio), "flip_rate": interval(b.flip)}
+            ),
         )
-        for r in card.retention
+        for r, b in zip(point.retention, boot.retention if boot is not None else point.retention, strict=True)
     ]
-    return ModelRow(
-        **values,
-        raw={axis: clean(card.axes[axis].raw) for axis in names},
-        undefined={a: v.undefined_reason for a, v in card.axes.items() if v.undefined_reason is not None},
-        detail={axis: AxisDetail(**clean(card.axes[axis].detail)) for axis in names},
-        intervals=clean(card.intervals),
-        retention=retention,
-        severity_curves={
-            n: {str(s): clean(v) for s, v in c.items()} for n, c in card.severity_curves.items()
-        },
-        efficiency=efficiency,
-    )
+    curves = {name: {s: _point(v) for s, v in c.items()} for name, c in point.curves.items()}
+    intervals = {} if boot is None else {a: interval(boot.axes[a].values) for a in axis_names()}
+    axes = {a: point.axes[a].point() for a in axis_names()}
+    return _row(axes, intervals, retention, curves, efficiency)
+
+
+def no_cell_row(reason: str, bootstrapped: bool, efficiency: EfficiencyBlock | None) -> ModelRow:
+    """A model with no scored cell: every axis undefined, for the one reason it has no figure."""
+    names = axis_names()
+    axes = {a: AxisValue(None, None, reason) for a in names}
+    return _row(axes, dict.fromkeys(names) if bootstrapped else {}, [], {}, efficiency)
 
 
 def _shift(h: HeadToHead) -> dict[str, int | None]:
@@ -132,8 +191,10 @@ def _common(pairs: Mapping[tuple[str, str], Mapping[tuple[str, str], int]]) -> l
     ]
 
 
-def _comparison(sc: Scorecard) -> ComparisonBlock:
-    h = sc.comparison
+def comparison_block(
+    h: HeadToHead, claim_min_scored: float, common: Mapping[tuple[str, str], Mapping[tuple[str, str], int]]
+) -> ComparisonBlock:
+    """The head-to-head comparison's block; common: the samples each pair is compared on."""
     return ComparisonBlock(
         method="head-to-head win rate over shared cells, on the samples both models scored "
         "(see docs/comparisons.md)",
@@ -144,71 +205,43 @@ def _comparison(sc: Scorecard) -> ComparisonBlock:
         head_to_head=clean(h.head_to_head),
         win_rate=clean(h.win_rate),
         shared_parts=clean(h.shared),
-        claim_min_scored=sc.options.claim_min_scored,
+        claim_min_scored=claim_min_scored,
         incomplete=[_incomplete(i) for i in h.incomplete],
-        common_samples=_common(sc.common_samples),
+        common_samples=_common(common),
         withheld=[Withheld(**clean(w)) for w in h.withheld],
     )
 
 
-def _ranking(sc: Scorecard, which: str, card_axis: str) -> list[RankEntry]:
-    ranks = sc.comparison.ranks[which]
-    wins = sc.comparison.win_rate[which]
+def _ranking(h: HeadToHead, rows: Mapping[str, ModelRow], which: str, axis: str) -> list[RankEntry]:
+    ranks = h.ranks[which]
+    wins = h.win_rate[which]
     order = sorted(ranks, key=lambda m: (ranks[m] is None, ranks[m] or 0, -(wins[m] or 0.0), m))
     return [
-        RankEntry(
-            model=m, rank=ranks[m], win_rate=clean(wins[m]), value=clean(sc.models[m].axes[card_axis].value)
-        )
-        for m in order
+        RankEntry(model=m, rank=ranks[m], win_rate=clean(wins[m]), value=rows[m].value(axis)) for m in order
     ]
 
 
-def scorecard_blocks(
-    sc: Scorecard,
-    projections: Mapping[str, list[Projection]] | None = None,
-    extras: Mapping[CellKey, Mapping[str, ExtraScore]] | None = None,
-) -> ScorecardPart:
-    """The scorecard's part of results.json. projections: device estimates per model, carried with its
-    efficiency profile; extras: a cell's further official scores beside its primary."""
-    proj = projections or {}
-    more = extras or {}
-    h = sc.comparison
-    rows = {
-        name: _row(
-            card, None if card.efficiency is None else efficiency_block(card.efficiency, proj.get(name))
-        )
-        for name, card in sc.models.items()
-    }
-    return ScorecardPart(
-        axes=[AxisInfo(**spec.to_json()) for spec in axis_specs()],
-        models=rows,
-        rankings=Rankings(
-            basis="rank = 1 + number of models supported above it (P(beats) >= claim_confidence), "
-            "head to head on shared cells; ties share a rank",
-            capability=_ranking(sc, "capability", "P"),
-            overall=_ranking(sc, "overall", "ARGUS"),
-            pairwise=None if sc.bootstrap is None else clean(sc.bootstrap.pairwise),
-        ),
-        gap=Gap(
-            sentence=h.sentence,
-            kendall_tau=clean(h.kendall_tau),
-            kendall_tau_interval=clean(h.kendall_tau_interval),
-            rank_shift=_shift(h),
-        ),
-        comparison=_comparison(sc),
-        below_chance=[
-            BelowChance(**_key_fields(c.key), score=clean(c.score), chance=clean(c.chance))
-            for c in sc.cells
-            if c.key.is_clean and c.chance is not None and c.score <= c.chance + 1e-12
-        ],
-        scorecard_cells=[_cell(c, more.get(c.key)) for c in sc.cells],
-        bootstrap=None
-        if sc.bootstrap is None
-        else BootstrapBlock(
-            resamples=sc.bootstrap.resamples,
-            seed=sc.bootstrap.seed,
-            confidence=sc.bootstrap.confidence,
-            notes=list(sc.bootstrap.notes),
-        ),
-        scoring_options=ScoringOptionsEcho(**sc.options.model_dump(mode="json")),
+def rankings(h: HeadToHead, rows: Mapping[str, ModelRow], bootstrapped: bool) -> Rankings:
+    """Capability and overall ranks by supported head-to-head wins, and the pairwise shares."""
+    return Rankings(
+        basis="rank = 1 + number of models supported above it (P(beats) >= claim_confidence), "
+        "head to head on shared cells; ties share a rank",
+        capability=_ranking(h, rows, "capability", "P"),
+        overall=_ranking(h, rows, "overall", "ARGUS"),
+        pairwise=clean(h.pairwise) if bootstrapped else None,
     )
+
+
+def gap(h: HeadToHead) -> Gap:
+    """The capability-reliability gap: its sentence, Kendall's tau and the rank shifts."""
+    return Gap(
+        sentence=h.sentence,
+        kendall_tau=clean(h.kendall_tau),
+        kendall_tau_interval=clean(h.kendall_tau_interval),
+        rank_shift=_shift(h),
+    )
+
+
+def axis_blocks() -> list[AxisInfo]:
+    """The declared axes, in display order."""
+    return [AxisInfo(**spec.to_json()) for spec in axis_specs()]

@@ -1,17 +1,20 @@
 """The ARGUS scorecard: per-cell scores, P, CDC, RR, E, ARGUS and R per model, rankings, the
-capability-reliability gap, and (with the bootstrap) percentile intervals and pairwise rank shares."""
+capability-reliability gap, and (with the bootstrap) percentile intervals and pairwise rank shares.
+
+There is one scorecard type, from scoring to results.json: the Results model's ScorecardPart
+(results_model/scorecard.py), built here straight from the rows (scoring/results_blocks.py makes its
+blocks), validated as it is built and written as it is."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.efficiency.trials import TaskTiming
+from argus_eval.results_model.efficiency import Projection
+from argus_eval.results_model.scorecard import BootstrapBlock, ExtraScore, ScorecardPart, ScoringOptionsEcho
 from argus_eval.scoring.axes import efficiency_axis
-from argus_eval.scoring.axis_registry import axis_names
 from argus_eval.scoring.completeness import Coverage, incomplete_gate
 from argus_eval.scoring.efficiency_axis import efficiency_from_timings
 from argus_eval.scoring.engine import ModelRows, at_or_below_chance, expected_datasets, model_rows
@@ -21,8 +24,20 @@ from argus_eval.scoring.headtohead import HeadToHead, head_to_head
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import Draws, Group, align, group_rows
 from argus_eval.scoring.pairs import PairRows
-from argus_eval.scoring.statistics import percentile_interval
+from argus_eval.scoring.results_blocks import (
+    CellSizes,
+    axis_blocks,
+    below_chance,
+    cell_block,
+    comparison_block,
+    efficiency_block,
+    gap,
+    model_row,
+    no_cell_row,
+    rankings,
+)
 from argus_eval.scoring.types import AxisSeries, AxisValue, CellData, CellKey, FloatArray
+from argus_eval.scoring.view import CellFacts
 
 Interval = tuple[float, float] | None
 
@@ -41,70 +56,11 @@ BOOTSTRAP_NOTES = (
 
 
 @dataclass(frozen=True)
-class CellScore:
-    """Primary score of one cell on the samples its model scored in all its conditions of the cell's
-    (task, dataset); n_dropped: samples this cell scored that another condition of the model did not."""
+class _Out:
+    """What results.json carries beside the scores: device projections per model, a cell's extra scores."""
 
-    key: CellKey
-    score: float
-    n_samples: int
-    n_dropped: int
-    interval: Interval = None
-    chance: float | None = None
-
-
-@dataclass(frozen=True)
-class RetentionEntry:
-    """One perturbed cell against its clean cell: retention min(1, perturbed/clean) and flip rate."""
-
-    key: CellKey
-    clean: float
-    perturbed: float
-    retention: float | None
-    flip_rate: float | None
-    intervals: dict[str, Interval]
-
-
-@dataclass(frozen=True)
-class ModelCard:
-    """Every axis of one model (point values), their intervals, retention table and severity curves."""
-
-    name: str
-    axes: dict[str, AxisValue]
-    intervals: dict[str, Interval]
-    retention: list[RetentionEntry]
-    severity_curves: dict[str, dict[int, float | None]]
-    efficiency: EfficiencyProfile | None
-
-
-@dataclass(frozen=True)
-class BootstrapInfo:
-    """How the intervals were made, and pairwise shares: pairwise[axis][A][B] = P(A ranks above B)."""
-
-    resamples: int
-    seed: int
-    confidence: float
-    pairwise: dict[str, dict[str, dict[str, float | None]]]
-    notes: tuple[str, ...] = BOOTSTRAP_NOTES
-
-
-@dataclass(frozen=True)
-class Scorecard:
-    """The whole scorecard (scoring.results_blocks turns it into results.json blocks)."""
-
-    options: ScoringOptions
-    models: dict[str, ModelCard]
-    cells: list[CellScore]
-    comparison: HeadToHead
-    bootstrap: BootstrapInfo | None
-    # (A, B) in name order -> (task, dataset) -> samples both scored, on which the pair is compared
-    common_samples: dict[tuple[str, str], dict[tuple[str, str], int]]
-
-
-def _point(rows: FloatArray | None) -> float | None:
-    if rows is None or np.isnan(rows[0]):
-        return None
-    return float(rows[0])
+    projections: Mapping[str, list[Projection]]
+    extras: Mapping[CellKey, Mapping[str, ExtraScore]]
 
 
 @dataclass(frozen=True)
@@ -114,6 +70,7 @@ class _Rows:
     e_tasks: dict[tuple[str, str], FloatArray]
     floor: dict[CellKey, float]  # clean cells at or below chance (decided by row 0)
     draws: Draws  # the resample counts of these rows, by (task, dataset, ids)
+    facts: CellFacts  # the cells' chance levels and answer-format rates
 
 
 @dataclass(frozen=True)
@@ -150,7 +107,7 @@ def _rows(
     models: list[str],
     options: ScoringOptions,
     resamples: int,
-    chance: Mapping[CellKey, float | None],
+    facts: CellFacts,
 ) -> _Rows:
     """Cell score rows and every model's axis rows for the full sample plus `resamples` resamples."""
     scores: dict[CellKey, FloatArray] = {}
@@ -161,16 +118,18 @@ def _rows(
         scores.update(cell_rows)
         flips.update(flip_rows)
     expected = expected_datasets(list(scores))
-    floor = at_or_below_chance(scores, chance)
+    floor = at_or_below_chance(scores, facts.chance)
     e_values, e_tasks = eff.rows(models, options, resamples)
     left = {
         k: "shares no scored sample with the model's other cells there" for g in groups for k in g.left_out
     }
     rows = {
-        m: model_rows(m, scores, flips, e_values[m], options, expected, floor, 1 + resamples, left)
+        m: model_rows(
+            m, scores, flips, e_values[m], options, expected, floor, 1 + resamples, left, facts, e_tasks
+        )
         for m in models
     }
-    return _Rows(scores, rows, e_tasks, floor, draws)
+    return _Rows(scores, rows, e_tasks, floor, draws, facts)
 
 
 def _comparison(
@@ -184,7 +143,7 @@ def _comparison(
     """Every pair head to head on the samples both scored; claims withheld where a pair is incomplete
     or shares a clean cell whose answers mostly lack the asked-for form."""
     retention = {r.key: r.ratio for m in models for r in rows.models[m].retention}
-    pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws)
+    pairs = PairRows(groups, rows.scores, retention, rows.floor, rows.e_tasks, rows.draws, rows.facts)
     gates = {
         INCOMPLETE: incomplete_gate(coverage, options.claim_min_scored),
         WITHHELD: form.gate(models, pairs),
@@ -203,12 +162,6 @@ def _comparison(
     return h, {k: v for k, v in common.items() if v}
 
 
-def _no_cell(card: ModelCard, reason: str) -> ModelCard:
-    """A model with no scored cell: every axis undefined, for the one reason it has no figure."""
-    axes = {a: AxisValue(None, None, reason) for a in card.axes}
-    return ModelCard(card.name, axes, dict.fromkeys(card.intervals), [], {}, card.efficiency)
-
-
 def _why_no_cell(model: str, coverage: Coverage) -> str:
     if model in coverage.unavailable:
         return f"no cell ran: {coverage.unavailable[model]}"
@@ -222,60 +175,56 @@ def _build(
     options: ScoringOptions,
     resamples: int,
     coverage: Coverage,
-) -> Scorecard:
+    out: _Out,
+) -> ScorecardPart:
     groups = align(cells)
     sizes = {a.cell.key: (len(g.ids), a.dropped) for g in groups for a in g.cells}
-    chance = {c.key: c.chance for c in cells}
+    facts = CellFacts({c.key: c.chance for c in cells}, {c.key: c.format_rate for c in cells})
     scored_models = {k.model for k in sizes}
     models = sorted(scored_models | coverage.models())
     # The point values come from a run without resamples so they do not depend on the resample count
     # (not even in the last bit); the resample run repeats row 0 and adds the resamples.
-    point = _rows(groups, eff, models, options, 0, chance)
-    boot = _rows(groups, eff, models, options, resamples, chance) if resamples else None
-
-    def interval(r: FloatArray | None) -> Interval:
-        return percentile_interval(r, options.confidence)
-
-    cards: dict[str, ModelCard] = {}
+    point = _rows(groups, eff, models, options, 0, facts)
+    boot = _rows(groups, eff, models, options, resamples, facts) if resamples else None
+    rows = {}
     for m in models:
-        mr = point.models[m]
-        br = boot.models[m] if boot is not None else None
-        retention = [
-            RetentionEntry(
-                r.key,
-                float(r.clean[0]),
-                float(r.perturbed[0]),
-                _point(r.ratio),
-                _point(r.flip),
-                {} if br is None else {"retention": interval(b.ratio), "flip_rate": interval(b.flip)},
-            )
-            for r, b in zip(mr.retention, br.retention if br is not None else mr.retention, strict=True)
-        ]
-        curves = {name: {s: _point(v) for s, v in c.items()} for name, c in mr.curves.items()}
-        card_intervals = {} if br is None else {a: interval(br.axes[a].values) for a in axis_names()}
-        axes = {a: mr.axes[a].point() for a in axis_names()}
-        cards[m] = ModelCard(m, axes, card_intervals, retention, curves, eff.profiles.get(m))
+        profile = eff.profiles.get(m)
+        block = None if profile is None else efficiency_block(profile, out.projections.get(m))
         if m not in scored_models:
-            cards[m] = _no_cell(cards[m], _why_no_cell(m, coverage))
-    cell_list = [
-        CellScore(
-            k,
-            float(v[0]),
-            sizes[k][0],
-            sizes[k][1],
-            None if boot is None else interval(boot.scores[k]),
-            chance.get(k),
-        )
-        for k, v in sorted(point.scores.items())
-    ]
-    form = format_gate({c.key: c.format_rate for c in cells}, options.min_format_rate)
-    comparison, common = _comparison(
-        groups, boot if boot is not None else point, models, options, coverage, form
+            rows[m] = no_cell_row(_why_no_cell(m, coverage), boot is not None, block)
+        else:
+            rows[m] = model_row(
+                point.models[m], None if boot is None else boot.models[m], options.confidence, block
+            )
+    form = format_gate(facts.formats, options.min_format_rate)
+    h, common = _comparison(groups, boot if boot is not None else point, models, options, coverage, form)
+    keys = sorted(point.scores)
+    low = [below_chance(k, point.scores[k], facts.chance.get(k)) for k in keys]
+    return ScorecardPart(
+        axes=axis_blocks(),
+        models=rows,
+        rankings=rankings(h, rows, boot is not None),
+        gap=gap(h),
+        comparison=comparison_block(h, options.claim_min_scored, common),
+        below_chance=[b for b in low if b is not None],
+        scorecard_cells=[
+            cell_block(
+                k,
+                point.scores[k],
+                None if boot is None else boot.scores[k],
+                CellSizes(sizes[k][0], sizes[k][1], facts.chance.get(k)),
+                options.confidence,
+                out.extras.get(k),
+            )
+            for k in keys
+        ],
+        bootstrap=None
+        if boot is None
+        else BootstrapBlock(
+            resamples=resamples, seed=options.seed, confidence=options.confidence, notes=list(BOOTSTRAP_NOTES)
+        ),
+        scoring_options=ScoringOptionsEcho(**options.model_dump(mode="json")),
     )
-    info = None
-    if boot is not None:
-        info = BootstrapInfo(resamples, options.seed, options.confidence, comparison.pairwise)
-    return Scorecard(options, cards, cell_list, comparison, info, common)
 
 
 def _coverage(
@@ -295,10 +244,14 @@ def compute_scorecard(
     timing_undefined: Mapping[str, str] | None = None,
     planned: Mapping[CellKey, int] | None = None,
     unavailable: Mapping[str, str] | None = None,
-) -> Scorecard:
+    *,
+    projections: Mapping[str, list[Projection]] | None = None,
+    extras: Mapping[CellKey, Mapping[str, ExtraScore]] | None = None,
+) -> ScorecardPart:
     """Point values of every cell metric and axis, rankings and the gap (no intervals, no claims)."""
     eff = _Efficiency(efficiency, timings, timing_undefined or {})
-    return _build(cells, eff, options, 0, _coverage(cells, planned, unavailable))
+    out = _Out(projections or {}, extras or {})
+    return _build(cells, eff, options, 0, _coverage(cells, planned, unavailable), out)
 
 
 def bootstrap_scorecard(
@@ -309,7 +262,10 @@ def bootstrap_scorecard(
     timing_undefined: Mapping[str, str] | None = None,
     planned: Mapping[CellKey, int] | None = None,
     unavailable: Mapping[str, str] | None = None,
-) -> Scorecard:
+    *,
+    projections: Mapping[str, list[Projection]] | None = None,
+    extras: Mapping[CellKey, Mapping[str, ExtraScore]] | None = None,
+) -> ScorecardPart:
     """compute_scorecard plus options.resamples paired resamples: percentile intervals for every cell
     score, retention, flip rate, axis and ARGUS, and the head-to-head verdicts P(A beats B) on capability
     and overall. Point values are identical to compute_scorecard's. With timings, E is computed per
@@ -317,6 +273,10 @@ def bootstrap_scorecard(
 
     planned: samples each cell of the plan asked, cells no sample of which was scored included (the
     completeness of a pair's shared cells decides whether a claim can be made); unavailable: models
-    that ran no cell and why (e.g. could not load). Both default to "every cell complete"."""
+    that ran no cell and why (e.g. could not load). Both default to "every cell complete".
+    projections: device estimates per model, carried with its efficiency profile; extras: a cell's
+    further official scores beside its primary (scoring/extras.py). The result is the scorecard's part
+    of results.json as it is written."""
     eff = _Efficiency(efficiency, timings, timing_undefined or {})
-    return _build(cells, eff, options, options.resamples, _coverage(cells, planned, unavailable))
+    out = _Out(projections or {}, extras or {})
+    return _build(cells, eff, options, options.resamples, _coverage(cells, planned, unavailable), out)

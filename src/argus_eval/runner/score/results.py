@@ -38,7 +38,7 @@ from argus_eval.scoring.extras import extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.reliance import NOTES as RELIANCE_NOTES
 from argus_eval.scoring.reliance import image_reliance
-from argus_eval.scoring.results_blocks import efficiency_block, scorecard_blocks
+from argus_eval.scoring.results_blocks import efficiency_block
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 
 
@@ -184,7 +184,7 @@ def build_results(
     proj = {name: projections(p) for name, p in profiles.items() if p is not None}
     # A cell's further official scores (VCR: QA->R, Q->AR) beside its primary, on the same paired resamples.
     extras = {key_of(s.cell): s.result.extras for s in scored if s.result is not None and s.result.extras}
-    sc = bootstrap_scorecard(
+    card = bootstrap_scorecard(
         cells,
         profiles,
         options,
@@ -192,8 +192,9 @@ def build_results(
         why_no_e,
         planned=planned_samples(scored, not_run),
         unavailable=unavailable_models(scored, not_loaded),
+        projections=proj,
+        extras=extra_scores(cells, extras, options) if extras else None,
     )
-    card = scorecard_blocks(sc, proj, extra_scores(cells, extras, options) if extras else None)
     failures = failures_block(scored, not_loaded, not_run)
     man = Manifest.model_validate(manifest)
     reliance = reliance_block(scored, options)

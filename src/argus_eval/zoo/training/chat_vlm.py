@@ -44,6 +44,7 @@ def task_prompts() -> tuple[str, str]:
 
 
 Part = tuple[list[int], list[str], list[str]]  # pool image indices, prompts, targets of part of a batch
+Phase = tuple[str, Callable[[int, torch.Generator], torch.Tensor], Schedule]  # title, step, schedule
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,120 @@ def prompt_words() -> list[str]:
     return [cap, qa.format(question="")]
 
 
+class _Batches:
+    """The batches and losses of one chat VLM's training: captions, questions and their mixes, each
+    encoded as the adapter renders a request, and the loss of a batch with the recipe's extra terms."""
+
+    def __init__(
+        self, family: ChatFamily, recipe: ChatRecipe, pool: Pool, model: Any, processor: Any
+    ) -> None:
+        self.family, self.recipe, self.pool, self.model = family, recipe, pool, model
+        self.enc = Encoder(processor, family)
+        self.cap_prompt, self.qa_prompt = task_prompts()
+        self.sampler = QuestionSampler(pool.split, recipe.easy_share)
+        self.groups = param_groups(
+            model, lambda n: recipe.vision_lr_scale if "visual" in n or "vision" in n else 1.0
+        )
+        self.emb = model.get_input_embeddings()
+        self.tok = processor.tokenizer
+        self.log_scale = torch.nn.Parameter(torch.tensor(2.5))
+        self.groups.append({"params": [self.log_scale], "lr_scale": 1.0})
+        self.targets_by_grid: dict[tuple[int, int], torch.Tensor] = {}  # built on first use of a token grid
+        self.grounding = curriculum_pool(pool.split.questions, recipe.grounding_questions)
+
+    def captions(self, size: int, g: torch.Generator) -> Part:
+        """size random (image, caption) pairs."""
+        pool = self.pool
+        idx = torch.randint(0, len(pool.images), (size,), generator=g).tolist()
+        pick = torch.randint(0, len(pool.captions[0]), (size,), generator=g).tolist()
+        return idx, [self.cap_prompt] * size, [pool.captions[i][j] for i, j in zip(idx, pick, strict=True)]
+
+    def questions(self, size: int, g: torch.Generator) -> Part:
+        return self.as_parts([self.pool.split.questions[k] for k in self.sampler.batch(size, g)])
+
+    def as_parts(self, qs: list[dict[str, Any]]) -> Part:
+        return (
+            [int(q["image_index"]) for q in qs],
+            [self.qa_prompt.format(question=q["question"]) for q in qs],
+            [q["answer"] for q in qs],
+        )
+
+    def token_targets(self, grid: tuple[int, int]) -> torch.Tensor:
+        if grid not in self.targets_by_grid:
+            tok = self.tok
+            self.targets_by_grid[grid] = object_tokens.token_targets(
+                self.pool.split.scenes, *grid, tok.convert_tokens_to_ids, len(tok)
+            )
+        return self.targets_by_grid[grid]
+
+    def loss_of(self, parts: list[Part], contrast: bool = False) -> torch.Tensor:
+        """Next-token loss of the batch; with contrast, plus the contrastive term on parts[0] (captions);
+        plus the object-token term on every image when the recipe weights it."""
+        recipe, model = self.recipe, self.model
+        idx = [i for p in parts for i in p[0]]
+        batch = self.enc.batch(
+            [self.pool.images[i] for i in idx],
+            [x for p in parts for x in p[1]],
+            [x for p in parts for x in p[2]],
+        )
+        labels = batch.pop("labels")
+        loss = per_sample_loss(model(**batch).logits, labels)
+        need_contrast = contrast and recipe.contrastive_weight > 0
+        if not need_contrast and recipe.object_token_weight <= 0:
+            return loss
+        image_tokens, grid = self.family.image_tokens(model, batch)
+        if need_contrast:
+            loss = loss + recipe.contrastive_weight * self._contrast(parts[0], image_tokens)
+        if recipe.object_token_weight > 0:
+            logits = model.get_output_embeddings()(image_tokens)
+            loss = loss + recipe.object_token_weight * object_tokens.object_token_loss(
+                logits, self.token_targets(grid)[idx]
+            )
+        return loss
+
+    def _contrast(self, captions: Part, image_tokens: torch.Tensor) -> torch.Tensor:
+        """The contrastive term between the captions' images (their mean image token) and their words."""
+        cap_idx, _, targets = captions
+        words = self.tok(targets, padding=True, add_special_tokens=False, return_tensors="pt")
+        mask = words["attention_mask"][..., None]
+        text_vec = (self.emb(words["input_ids"]) * mask).sum(1) / mask.sum(1).clamp(min=1)
+        image_vec = image_tokens[: len(targets)].mean(dim=1)
+        return contrastive_loss(image_vec, text_vec, cap_idx, self.log_scale)
+
+    def caption_step(self, i: int, g: torch.Generator) -> torch.Tensor:
+        return self.loss_of([self.captions(self.recipe.batch, g)], contrast=True)
+
+    def mixed_step(self, i: int, g: torch.Generator) -> torch.Tensor:
+        recipe = self.recipe
+        n_cap = round(recipe.batch * recipe.caption_share)
+        cap = self.captions(n_cap, g)
+        return self.loss_of([cap, self.questions(recipe.batch - n_cap, g)], recipe.contrastive_throughout)
+
+    def grounding_step(self, i: int, g: torch.Generator) -> torch.Tensor:
+        recipe, grounding = self.recipe, self.grounding
+        n_cap = round(recipe.batch * recipe.caption_share)
+        pick = torch.randint(0, len(grounding), (recipe.batch - n_cap,), generator=g).tolist()
+        cap = self.captions(n_cap, g)
+        colour = self.as_parts([self.pool.split.questions[grounding[k]] for k in pick])
+        return self.loss_of([cap, colour], recipe.contrastive_throughout)
+
+    def phases(self) -> list[Phase]:
+        """(title, step, schedule) of each phase in order: captions, grounding (when the recipe has
+        one and its questions exist), then the mix."""
+        recipe = self.recipe
+        phases: list[Phase] = [("captions only", self.caption_step, recipe.caption_phase)]
+        if recipe.grounding_phase is not None and self.grounding:
+            phases.append(
+                (
+                    f"captions + {recipe.grounding_questions} questions",
+                    self.grounding_step,
+                    recipe.grounding_phase,
+                )
+            )
+        phases.append(("captions + questions", self.mixed_step, recipe.mixed_phase))
+        return phases
+
+
 def train_chat(
     family: ChatFamily,
     recipe: ChatRecipe,
@@ -187,119 +302,40 @@ def train_chat(
     log: Log,
     words: list[str],
 ) -> Trained:
-    """Both phases; saves model and processor (with chat template) into out_dir."""
+    """Every phase; saves model and processor (with chat template) into out_dir."""
     gen = seed_everything(seed)
     pool = Pool.of(recipe.domains, recipe.images_per_domain)
     model, processor = family.build(words)
-    enc = Encoder(processor, family)
-    cap_prompt, qa_prompt = task_prompts()
-    sampler = QuestionSampler(pool.split, recipe.easy_share)
-    groups = param_groups(model, lambda n: recipe.vision_lr_scale if "visual" in n or "vision" in n else 1.0)
-
-    def captions(size: int, g: torch.Generator) -> Part:
-        """size random (image, caption) pairs."""
-        idx = torch.randint(0, len(pool.images), (size,), generator=g).tolist()
-        pick = torch.randint(0, len(pool.captions[0]), (size,), generator=g).tolist()
-        return idx, [cap_prompt] * size, [pool.captions[i][j] for i, j in zip(idx, pick, strict=True)]
-
-    def questions(size: int, g: torch.Generator) -> Part:
-        return as_parts([pool.split.questions[k] for k in sampler.batch(size, g)])
-
-    def as_parts(qs: list[dict[str, Any]]) -> Part:
-        return (
-            [int(q["image_index"]) for q in qs],
-            [qa_prompt.format(question=q["question"]) for q in qs],
-            [q["answer"] for q in qs],
-        )
-
-    emb = model.get_input_embeddings()
-    tok = processor.tokenizer
-    log_scale = torch.nn.Parameter(torch.tensor(2.5))
-    groups.append({"params": [log_scale], "lr_scale": 1.0})
-
-    targets_by_grid: dict[tuple[int, int], torch.Tensor] = {}  # built on first use of a token grid
-
-    def token_targets(grid: tuple[int, int]) -> torch.Tensor:
-        if grid not in targets_by_grid:
-            targets_by_grid[grid] = object_tokens.token_targets(
-                pool.split.scenes, *grid, tok.convert_tokens_to_ids, len(tok)
-            )
-        return targets_by_grid[grid]
-
-    def loss_of(parts: list[Part], contrast: bool = False) -> torch.Tensor:
-        """Next-token loss of the batch; with contrast, plus the contrastive term on parts[0] (captions);
-        plus the object-token term on every image when the recipe weights it."""
-        idx = [i for p in parts for i in p[0]]
-        batch = enc.batch(
-            [pool.images[i] for i in idx], [x for p in parts for x in p[1]], [x for p in parts for x in p[2]]
-        )
-        labels = batch.pop("labels")
-        loss = per_sample_loss(model(**batch).logits, labels)
-        need_contrast = contrast and recipe.contrastive_weight > 0
-        if not need_contrast and recipe.object_token_weight <= 0:
-            return loss
-        image_tokens, grid = family.image_tokens(model, batch)
-        if need_contrast:
-            cap_idx, _, targets = parts[0]
-            words = tok(targets, padding=True, add_special_tokens=False, return_tensors="pt")
-            mask = words["attention_mask"][..., None]
-            text_vec = (emb(words["input_ids"]) * mask).sum(1) / mask.sum(1).clamp(min=1)
-            image_vec = image_tokens[: len(targets)].mean(dim=1)
-            loss = loss + recipe.contrastive_weight * contrastive_loss(
-                image_vec, text_vec, cap_idx, log_scale
-            )
-        if recipe.object_token_weight > 0:
-            logits = model.get_output_embeddings()(image_tokens)
-            loss = loss + recipe.object_token_weight * object_tokens.object_token_loss(
-                logits, token_targets(grid)[idx]
-            )
-        return loss
-
-    def caption_step(i: int, g: torch.Generator) -> torch.Tensor:
-        return loss_of([captions(recipe.batch, g)], contrast=True)
-
-    def mixed_step(i: int, g: torch.Generator) -> torch.Tensor:
-        n_cap = round(recipe.batch * recipe.caption_share)
-        cap = captions(n_cap, g)
-        return loss_of([cap, questions(recipe.batch - n_cap, g)], recipe.contrastive_throughout)
-
-    grounding = curriculum_pool(pool.split.questions, recipe.grounding_questions)
-
-    def grounding_step(i: int, g: torch.Generator) -> torch.Tensor:
-        n_cap = round(recipe.batch * recipe.caption_share)
-        pick = torch.randint(0, len(grounding), (recipe.batch - n_cap,), generator=g).tolist()
-        cap = captions(n_cap, g)
-        colour = as_parts([pool.split.questions[grounding[k]] for k in pick])
-        return loss_of([cap, colour], recipe.contrastive_throughout)
-
-    phases = [("captions only", caption_step, recipe.caption_phase)]
-    if recipe.grounding_phase is not None and grounding:
-        phases.append(
-            (f"captions + {recipe.grounding_questions} questions", grounding_step, recipe.grounding_phase)
-        )
-    phases.append(("captions + questions", mixed_step, recipe.mixed_phase))
+    batches = _Batches(family, recipe, pool, model, processor)
+    phases = batches.phases()
     planned = sum(sch.steps for _, _, sch in phases)
     done: list[Any] = []
     for k, (title, fn, sch) in enumerate(phases, start=1):
         log(f"  phase {k}: {title}")
         share = None if seconds is None else seconds * sch.steps / planned
-        done.append(run_phase(model, fn, sch, gen, share, log, groups))
+        done.append(run_phase(model, fn, sch, gen, share, log, batches.groups))
     model.save_pretrained(out_dir)
     save_processor(processor, out_dir)
+    return _trained(batches, [t for t, _, _ in phases], done)
+
+
+def _trained(batches: _Batches, titles: list[str], done: list[Any]) -> Trained:
+    """What the training did: sizes, steps and time, its settings and data, and the losses of every step."""
+    recipe, pool = batches.recipe, batches.pool
     return Trained(
-        params=sum(p.numel() for p in model.parameters()),
+        params=sum(p.numel() for p in batches.model.parameters()),
         steps=sum(r.steps for r in done),
         seconds=sum(r.seconds for r in done),
         config={
             "batch": recipe.batch,
-            "phases": [{"phase": t, "steps": r.steps} for (t, _, _), r in zip(phases, done, strict=True)],
+            "phases": [{"phase": t, "steps": r.steps} for t, r in zip(titles, done, strict=True)],
             "lr": recipe.mixed_phase.lr,
             "vision_lr_scale": recipe.vision_lr_scale,
             "caption_share": recipe.caption_share,
             "contrastive_weight": recipe.contrastive_weight,
             "contrastive_throughout": recipe.contrastive_throughout,
             "object_token_weight": recipe.object_token_weight,
-            "vocab": len(processor.tokenizer),
+            "vocab": len(batches.tok),
             "loss": "per-sample mean next-token CE on the answer/caption and end-of-turn token",
         },
         data={
@@ -307,7 +343,7 @@ def train_chat(
             "split": "train",
             "images": len(pool.images),
             "captions": sum(len(c) for c in pool.captions),
-            "sampling": sampler.describe(),
+            "sampling": batches.sampler.describe(),
         },
         losses=[x for r in done for x in r.losses],
     )
