@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from argus_eval.efficiency.record import EfficiencyProfile
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard, compute_scorecard

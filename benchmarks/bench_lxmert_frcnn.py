@@ -36,7 +36,7 @@ from argus_eval.models.frcnn.provider import FrcnnRegionFeatures
 from argus_eval.models.frcnn.select import best_class_boxes, keep_indices
 from argus_eval.models.hf_common import hf_module
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.datasets import load_datasets
+from argus_eval.runner.plan.datasets import load_datasets
 from argus_eval.testing.tiny import BLIP_SPECIALS, LXMERT_ANSWERS, word_tokenizer_object
 from argus_eval.testing.tiny_frcnn import build_detector_dir
 

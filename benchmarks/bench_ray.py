@@ -59,9 +59,9 @@ def comparable(out: Path) -> dict[str, Any]:
 def prepare_share(cfg: Any, root: Path) -> tuple[float, int]:
     """Seconds to decode and perturb every sample of the plan once, serially, and how many samples."""
     from argus_eval.models.loading import load_model
-    from argus_eval.runner.local import ModelPool
-    from argus_eval.runner.pipeline import plan_run
-    from argus_eval.runner.prepare import prepare
+    from argus_eval.runner.execute.pool import ModelPool
+    from argus_eval.runner.inputs.prepare import prepare
+    from argus_eval.runner.plan.planning import plan_run
     from argus_eval.runner.store import Store
 
     with Store(root / "prep" / "store.sqlite") as store:

@@ -36,7 +36,7 @@ from argus_eval.efficiency.work import DTYPE_BYTES
 from argus_eval.models.protocols import CLASSIFY, EMBED, GENERATE, SCORE_PAIRS
 from argus_eval.models.sizing import Sized, build, read_config
 from argus_eval.results_model.efficiency import Fingerprint
-from argus_eval.runner.sizing import WorkCounter
+from argus_eval.runner.plan.sizing import WorkCounter
 
 
 @dataclass(frozen=True)

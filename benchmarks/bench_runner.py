@@ -25,8 +25,9 @@ from transformers import AutoProcessor, CLIPConfig, CLIPModel
 
 from argus_eval.data.formats import FORMATS, LoadContext
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.local import ModelPool, execute
-from argus_eval.runner.pipeline import plan_run
+from argus_eval.runner.execute.local import execute
+from argus_eval.runner.execute.pool import ModelPool
+from argus_eval.runner.plan.planning import plan_run
 from argus_eval.runner.store import Store
 from argus_eval.testing.tiny import build_tiny
 

@@ -19,7 +19,7 @@ exponent <= 1.1; with --sleep-ms 20 --tasks retrieval, wall <= 1.15x the total s
 
 Without --sleep-ms it keeps, per task, the wall of its largest run over its records (ms per record)
 in ~/.cache/argus-eval/harness_cost.json, with this machine's processor and core count
-(runner/harness_cost.py), and what one corruption adds: clean retrieval on 1/16 of the images again
+(runner/plan/harness_cost.py), and what one corruption adds: clean retrieval on 1/16 of the images again
 with the default perturbations, its wall beyond its records' cost over the corruptions it computed.
 `argus run --dry-run` multiplies each task's planned records and the run's corruptions by those figures.
 `--check-estimate` tests that on a run of another shape (two null models, retrieval and captioning on a
@@ -277,10 +277,10 @@ def _print_row(row: dict[str, Any]) -> None:
 
 
 def _calibrate(args: argparse.Namespace, rows: list[dict[str, Any]], scale: float) -> None:
-    """The dry run's estimate on this machine (runner/harness_cost.py): wall per record of the largest
+    """The dry run's estimate on this machine (runner/plan/harness_cost.py): wall per record of the largest
     size per task, and what a corruption adds: clean retrieval at 1/16 of the images again with the
     default perturbations, its wall beyond its records' cost over the corruptions it computed."""
-    from argus_eval.runner.harness_cost import CALIBRATION, write_calibration
+    from argus_eval.runner.plan.harness_cost import CALIBRATION, write_calibration
 
     largest = {r["task"]: r for r in rows}
     per = {t: r["wall_s"] * 1000 / max(r["records"], 1) for t, r in largest.items()}
@@ -301,8 +301,8 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
     """The dry run's estimate against the measured wall of a run of another shape than the calibration's:
     two null models, retrieval and captioning on 1/4 of the COCO-like images, the default perturbations
     and the controls (blank, swap)."""
-    from argus_eval.runner.dryrun import describe_plan
-    from argus_eval.runner.harness_cost import estimate
+    from argus_eval.runner.plan.dryrun import describe_plan
+    from argus_eval.runner.plan.harness_cost import estimate
 
     shape: dict[str, Any] = {
         "task": "retrieval",

@@ -88,10 +88,10 @@ def _images(n_distinct: int) -> list[np.ndarray]:
 
 def bench_argus(base: str, concurrency: int, n: int, batch: int) -> dict[str, Any]:
     """The adapter, batch after batch as the runner sends them: the next batches go out while one is
-    in flight (runner/ahead.py), as many as the model's max_in_flight asks."""
+    in flight (runner/execute/ahead.py), as many as the model's max_in_flight asks."""
     from argus_eval.models.api import OpenAICompatibleModel
     from argus_eval.models.spec import ModelConfig
-    from argus_eval.runner.ahead import Ahead, window
+    from argus_eval.runner.execute.ahead import Ahead, window
 
     spec = f"api:{base}/v1#bench"
     cfg = ModelConfig(name="bench", spec=spec, options={"concurrency": concurrency, "adaptive": False})

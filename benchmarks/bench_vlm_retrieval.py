@@ -30,8 +30,8 @@ from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.datasets import load_datasets
-from argus_eval.runner.prepare import prepare
+from argus_eval.runner.inputs.prepare import prepare
+from argus_eval.runner.plan.datasets import load_datasets
 from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.registry import make_tasks, parse_tasks
 

@@ -2,7 +2,7 @@
 
 The scorecard blocks (models, rankings, gap, scorecard_cells, bootstrap) come from the real scoring wing
 run on synthetic per-sample scores, so their shapes are exactly those a real run writes; the per-cell
-summaries, manifest and samples.jsonl follow runner/score.py and runner/pipeline.py.
+summaries, manifest and samples.jsonl follow runner/score/score.py and runner/write/run_files.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from argus_eval.results_model.cells import CellSummary
 from argus_eval.results_model.efficiency import Projection
 from argus_eval.results_model.manifest import GitInfo, Manifest, ManifestDataset, ManifestModel, Seeds
 from argus_eval.results_model.reliance import Reliance
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData

@@ -11,7 +11,7 @@ import pytest
 
 from argus_eval.data.types import Sample
 from argus_eval.models.zoo_store import CHECKPOINTS
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard

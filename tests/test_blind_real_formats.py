@@ -11,7 +11,7 @@ import yaml
 
 from argus_eval.data.types import Dataset
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.dryrun import describe_plan
+from argus_eval.runner.plan.dryrun import describe_plan
 from argus_eval.tasks.base import CellResult
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.records import Record

@@ -13,7 +13,7 @@ from argus_eval.data.clevr.vocab import ANSWER_VOCAB, COLORS
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.efficiency.trials import TaskTiming, Trial
 from argus_eval.models.protocols import CLASSIFY, EMBED
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard

@@ -12,7 +12,7 @@ from argus_eval.data.images import load_image
 from argus_eval.errors import PerturbationError
 from argus_eval.perturb import image as image_perturb
 from argus_eval.perturb.conditions import CLEAN, Condition, expand_conditions
-from argus_eval.runner.images import ImageCache
+from argus_eval.runner.inputs.images import ImageCache
 from argus_eval.tasks.captioning import CaptioningTask
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.retrieval import RetrievalTask

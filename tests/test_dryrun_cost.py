@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from argus_eval.models.spec import ModelConfig
-from argus_eval.runner import dryrun
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.dryrun import describe_plan
-from argus_eval.runner.dryrun_cost import RunCost
-from argus_eval.runner.plan import Cell
+from argus_eval.runner.plan import dryrun
+from argus_eval.runner.plan.dryrun import describe_plan
+from argus_eval.runner.plan.dryrun_cost import RunCost
+from argus_eval.runner.plan.plan import Cell
 
 
 def _config(tmp_path: Path) -> dict[str, object]:
@@ -82,7 +82,7 @@ def test_a_model_is_asked_whether_it_reads_regions_once_per_cell_not_per_sample(
 def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tmp_path: Path) -> None:
     import json
 
-    from argus_eval.runner.harness_cost import estimate, write_calibration
+    from argus_eval.runner.plan.harness_cost import estimate, write_calibration
 
     path = tmp_path / "harness_cost.json"
     assert estimate({"reasoning": 10}, path) is None  # no calibration: no estimate
@@ -102,7 +102,7 @@ def test_the_estimate_is_records_times_the_measured_cost_on_this_machine_only(tm
 
 def test_the_estimate_adds_the_measured_cost_of_each_corruption(tmp_path: Path) -> None:
     from argus_eval.commands.run_cmd import estimate_line
-    from argus_eval.runner.harness_cost import estimate, write_calibration
+    from argus_eval.runner.plan.harness_cost import estimate, write_calibration
 
     path = tmp_path / "harness_cost.json"
     write_calibration({"retrieval": 2.0}, "bench_scale (test)", path)
@@ -118,7 +118,7 @@ def test_the_estimate_adds_the_measured_cost_of_each_corruption(tmp_path: Path) 
 
 def test_the_estimate_reads_in_seconds_minutes_or_hours() -> None:
     from argus_eval.commands.run_cmd import estimate_line
-    from argus_eval.runner.harness_cost import HarnessEstimate
+    from argus_eval.runner.plan.harness_cost import HarnessEstimate
 
     # a run of bench_scale's size takes seconds: it must not read as "0.0 min"
     lines = [estimate_line(HarnessEstimate(s, {}, "bench_scale (test)")) for s in (2.54, 600.0, 5400.0)]

@@ -16,7 +16,7 @@ import yaml
 
 from argus_eval.cli import main
 from argus_eval.efficiency.devices import get_device
-from argus_eval.runner.sizing import size_model
+from argus_eval.runner.plan.sizing import size_model
 from argus_eval.tasks.registry import make_tasks, parse_tasks
 from hardening_fixtures import write_image
 from model_fixtures import tiny_dir

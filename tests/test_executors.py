@@ -12,11 +12,11 @@ from pydantic import StrictInt
 
 from argus_eval.errors import ConfigError, RegistryError
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.execution import ExecutionRequest, ExecutorOptions
-from argus_eval.runner.executors import EXECUTORS, ExecutorEntry, local_executor
-from argus_eval.runner.local import ExecStats
+from argus_eval.runner.execute.execution import ExecutionRequest, ExecutorOptions
+from argus_eval.runner.execute.executors import EXECUTORS, ExecutorEntry, local_executor
+from argus_eval.runner.execute.local import ExecStats
 from argus_eval.runner.pipeline import run
-from argus_eval.runner.ray_options import RayOptions
+from argus_eval.runner.ray.options import RayOptions
 from pipeline_fixtures import tiny_config
 
 TOY = "argus-test-executor"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from argus_eval.results_model.scorecard import ScorecardPart
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.completeness import Coverage, shortfalls
 from argus_eval.scoring.options import ScoringOptions

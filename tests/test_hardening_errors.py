@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from argus_eval.cli import main
-from argus_eval.runner import pipeline
 from argus_eval.runner.store import Store
+from argus_eval.runner.write import run_files
 from hardening_fixtures import karpathy_config
 
 Outcome = tuple[int, str]
@@ -238,14 +238,14 @@ def test_full_disk_exits_2_naming_the_file_and_the_store_resumes_elsewhere(
 def test_full_disk_while_writing_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = pipeline.atomic_write_text
+    real = run_files.atomic_write_text
 
     def full(path: Path, text: str) -> None:
         if path.name == "results.json":
             raise OSError(errno.ENOSPC, "No space left on device")  # mid-write: no file name attached
         real(path, text)
 
-    monkeypatch.setattr(pipeline, "atomic_write_text", full)
+    monkeypatch.setattr(run_files, "atomic_write_text", full)
     out = tmp_path / "out"
     code, err = _cli(["run", "-c", str(_config_file(tmp_path)), "--out", str(out), "-q"], monkeypatch, capsys)
     line = _one_line(err)

@@ -262,7 +262,7 @@ def test_repair_text_replaces_lone_surrogates_and_joins_pairs() -> None:
 
 def test_notes_name_the_first_skips_then_count_the_rest(tmp_path: Path) -> None:
     from argus_eval.data.types import SkippedRecord
-    from argus_eval.runner.skipped import NOTED_SKIPS, skip_notes, write_skipped
+    from argus_eval.runner.write.skipped import NOTED_SKIPS, skip_notes, write_skipped
 
     skipped = [SkippedRecord("/d/val.jsonl", f"line {i}", "answer_label 9 is outside 0..3") for i in range(5)]
     ds = Dataset(name="v", samples=[], image_root=tmp_path, fingerprint="f", skipped=skipped)

@@ -109,7 +109,7 @@ def test_a_supervised_ray_run_that_ends_as_the_cli_ends_keeps_its_status_and_lin
 
 def test_an_abrupt_end_names_what_the_raylet_said(tmp_path: Path) -> None:
     from argus_eval.commands.supervise import abrupt_end
-    from argus_eval.runner.ray_loss import Note
+    from argus_eval.runner.ray.loss import Note
 
     logs = tmp_path / "ray" / "session_latest" / "logs"
     logs.mkdir(parents=True)

@@ -293,7 +293,7 @@ def _option_models() -> list[tuple[type[Any], dict[str, Any]]]:
     from argus_eval.models.options import SCHEME_OPTIONS
     from argus_eval.models.spec import ModelConfig, TaskCheckpoint
     from argus_eval.runner.config import EfficiencyConfig, RunConfig
-    from argus_eval.runner.ray_options import ModelResources, RayOptions
+    from argus_eval.runner.ray.options import ModelResources, RayOptions
     from argus_eval.scoring.options import AxisWeights, EfficiencyBudgets, ScoringOptions
     from argus_eval.tasks.base import TASKS
 

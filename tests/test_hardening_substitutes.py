@@ -7,8 +7,8 @@ from pathlib import Path
 
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.plan.dryrun import describe_plan
 from hardening_fixtures import karpathy_config, write_image
 
 
@@ -47,9 +47,9 @@ def test_cells_a_substitute_cannot_serve_are_left_out_and_named(tmp_path: Path) 
 
 def test_a_ray_worker_reports_a_cell_it_cannot_run_instead_of_failing(tmp_path: Path) -> None:
     from argus_eval.models.loading import load_model
-    from argus_eval.runner.local import ModelPool
-    from argus_eval.runner.pipeline import plan_run
-    from argus_eval.runner.ray_worker import ModelWorker
+    from argus_eval.runner.execute.pool import ModelPool
+    from argus_eval.runner.plan.planning import plan_run
+    from argus_eval.runner.ray.worker import ModelWorker
     from argus_eval.runner.store import Store
 
     cfg = karpathy_config(tmp_path / "data")

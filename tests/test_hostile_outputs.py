@@ -19,11 +19,11 @@ import pytest
 from argus_eval.data.atomic import atomic_binary, atomic_text, atomic_write_bytes, atomic_write_text
 from argus_eval.errors import OutputError
 from argus_eval.report.build import write_reports
-from argus_eval.runner import score
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.outputs import prepare_out_dir
-from argus_eval.runner.perturbed_store import PerturbedStore
+from argus_eval.runner.inputs.perturbed_store import PerturbedStore
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.score import score
+from argus_eval.runner.write.outputs import prepare_out_dir
 
 # every file a run (with its reports) writes into --out; perturbed/ entries are covered by the helper
 OUTPUTS = (

@@ -1,4 +1,4 @@
-"""Kept scored parts that were damaged are never used (runner/score_cache.py): an edited, truncated,
+"""Kept scored parts that were damaged are never used (runner/score/score_cache.py): an edited, truncated,
 re-sealed-but-NaN or undecodable cell result or finish-row blob is rejected on read, its cell is
 finalized again from its records, the rejection is counted in run_log.json, and results.json and
 samples.jsonl equal those of the undamaged run. Kept parts are also keyed by who scores (the captioning

@@ -1,4 +1,4 @@
-"""Judge verdicts kept in the store verify themselves (runner/judging.py): a verdict whose record was
+"""Judge verdicts kept in the store verify themselves (runner/judge/judging.py): a verdict whose record was
 edited, truncated or made NaN (its stamp's digest recomputed, so only the re-read of its raw text can
 tell) is never used; it is judged again and counted (run_log.json judge.rejected), and the run's
 results.json and samples.jsonl equal the undamaged run's."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from import_graph_fixtures import allowed, cycles, edges, wing, wing_edges
+from import_graph_fixtures import ROOT, allowed, cycles, edges, wing, wing_edges
 
 
 def test_no_import_cycle_between_modules() -> None:
@@ -57,3 +57,13 @@ def test_the_checks_see_a_cycle_and_a_forbidden_import() -> None:
     assert found == ["argus_eval.zoo.catalog"] and wing(found[0]) == "zoo"
     may, _ = allowed()
     assert "zoo" not in may["models"]
+
+
+def test_no_runner_folder_holds_more_than_twelve_modules() -> None:
+    # the runner is split by job (plan, inputs, execute, ray, judge, timing, score, write): a folder
+    # that grows past a dozen modules is one that lost its single job
+    folders = [ROOT / "runner", *(p.parent for p in (ROOT / "runner").rglob("*/__init__.py"))]
+    sizes = {
+        str(f.relative_to(ROOT)): len([p for p in f.glob("*.py") if p.name != "__init__.py"]) for f in folders
+    }
+    assert len(sizes) > 1 and {f: n for f, n in sizes.items() if n > 12} == {}

@@ -1,5 +1,5 @@
 """Corruptions are computed once per (image file, condition, seed) for all models of a run and its
-reruns (runner/images.py, runner/perturbed_store.py): counted in run_log.json, checked on read,
+reruns (runner/inputs/images.py, runner/inputs/perturbed_store.py): counted in run_log.json, checked on read,
 recomputed when an entry is damaged, and a store that cannot be written costs speed, never records."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from argus_eval.perturb.conditions import Condition, derive_seed
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.images import ImageCache
-from argus_eval.runner.perturbed_store import InputCacheWarning, PerturbedStore
+from argus_eval.runner.inputs.images import ImageCache
+from argus_eval.runner.inputs.perturbed_store import InputCacheWarning, PerturbedStore
 from argus_eval.runner.pipeline import run
 from pipeline_fixtures import own_figures
 
@@ -37,7 +37,7 @@ def _config(cache: Path, names: list[str]) -> dict[str, Any]:
 
 def _distinct_corruptions(samples: Path) -> int:
     """(image file, condition, seed) over every record shown a corrupted image, the seed as
-    runner/prepare.py derives it, and 0 for a corruption that ignores it (brightness)."""
+    runner/inputs/prepare.py derives it, and 0 for a corruption that ignores it (brightness)."""
     seen = set()
     for line in samples.read_text().splitlines():
         r = json.loads(line)
@@ -131,7 +131,7 @@ def test_the_budget_stops_writing_not_computing(tmp_path: Path) -> None:
 
 
 def test_the_dry_run_counts_the_corruptions_and_records_a_run_makes(tmp_path: Path) -> None:
-    from argus_eval.runner.dryrun import describe_plan
+    from argus_eval.runner.plan.dryrun import describe_plan
 
     cfg = parse_config(_config(tmp_path / "cache", ["a", "b"]), "t")
     cost = describe_plan(cfg)[3].to_json()

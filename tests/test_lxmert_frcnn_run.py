@@ -20,9 +20,9 @@ from argus_eval.models.loading import load_model, model_fingerprint
 from argus_eval.models.regions import save_npz
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.datasets import load_datasets
-from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.plan.datasets import load_datasets
+from argus_eval.runner.plan.dryrun import describe_plan
 from argus_eval.runner.store import Store
 from argus_eval.testing.tiny_frcnn import build_detector_dir
 from frcnn_fixtures import lxmert_config

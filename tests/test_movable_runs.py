@@ -1,6 +1,6 @@
 """A run folder and its data, copied to other absolute paths with new modification times, rerun with no
 model call: every record's input stamp digests its images' content, not their paths or times
-(runner/stamps.py)."""
+(runner/execute/stamps.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.datasets import moved_data_hint
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.plan.datasets import moved_data_hint
 from hardening_fixtures import karpathy_dataset
 from pipeline_fixtures import cli
 

@@ -13,7 +13,7 @@ Qwen serve all three tasks (natively or through a substitute), LXMERT only reaso
 answers), CLIP retrieval and reasoning but not captioning (its substitute, caption-by-retrieval, needs a
 caption bank, which no entry names) nor VG's reasoning (choosing among answers needs candidates, and
 VG's questions are open, without choices or an answer vocabulary). A record is one sample under one
-condition for one model (runner/dryrun_cost.py).
+condition for one model (runner/plan/dryrun_cost.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import yaml
 
 from argus_eval.cli import main
 from argus_eval.commands import run_cmd
-from argus_eval.runner.harness_cost import estimate, write_calibration
+from argus_eval.runner.plan.harness_cost import estimate, write_calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "paper_layout.py"

@@ -15,7 +15,7 @@ from scipy.stats import norm
 
 from argus_eval.report.comparison_tables import tie_separation
 from argus_eval.results_model.scorecard import Tie
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.power import separating_factor

@@ -1,5 +1,5 @@
 """A local model's next batches are decoded and perturbed by input workers while it runs the current
-one (runner/local.py, `workers` / --workers): the records, results and input counts are the same
+one (runner/execute/local.py, `workers` / --workers): the records, results and input counts are the same
 whatever the number of workers, the work really runs ahead of the model, and a bad --workers is one
 line (exit 2) while too many are clipped with a note."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from argus_eval.cli import main
-from argus_eval.runner import local
 from argus_eval.runner.config import parse_config
+from argus_eval.runner.execute import local
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.threads import Cores, plan_threads
 

@@ -186,7 +186,7 @@ def test_cluster_without_the_gpus_asked_for_is_refused(cluster: Any, cache: Path
 def test_worker_on_other_versions_is_refused(
     cluster: Any, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import argus_eval.runner.ray_cluster as rc
+    import argus_eval.runner.ray.cluster as rc
 
     real = rc.local_versions
     monkeypatch.setattr(rc, "local_versions", lambda: {**real(), "argus-eval": "0.0.0-driver"})

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import MetricError
 from argus_eval.models.protocols import CHOOSE, GENERATE
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.extras import extra_scores
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.paired import align, group_rows, paired_counts

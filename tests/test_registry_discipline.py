@@ -66,7 +66,7 @@ def test_every_registry_of_the_package_is_built_with_its_base_type() -> None:
         ("argus_eval.tasks.base", "TASKS"),
         ("argus_eval.perturb.kinds", "CONDITION_KINDS"),
         ("argus_eval.scoring.axis_registry", "AXIS_REGISTRY"),
-        ("argus_eval.runner.executors", "EXECUTORS"),
+        ("argus_eval.runner.execute.executors", "EXECUTORS"),
         ("argus_eval.models.presets", "PRESETS"),
     }
     assert expected <= set(sites)

@@ -16,8 +16,8 @@ from argus_eval.models.protocols import GENERATE, Model, ModelInfo
 from argus_eval.report.build import write_reports
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.datasets import load_datasets
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.plan.datasets import load_datasets
 from argus_eval.tasks.reasoning import ReasoningTask
 from pipeline_fixtures import tiny_config
 

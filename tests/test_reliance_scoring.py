@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from argus_eval.results_model.reliance import RelianceEntry
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring import CellKey, ScoringOptions, compute_scorecard, mean_cell
 from argus_eval.scoring.reliance import image_reliance
 from argus_eval.scoring.types import CellData

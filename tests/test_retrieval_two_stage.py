@@ -18,9 +18,9 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.dryrun import describe_plan
 from argus_eval.runner.pipeline import run
-from argus_eval.runner.plan import Plan, build_plan
+from argus_eval.runner.plan.dryrun import describe_plan
+from argus_eval.runner.plan.plan import Plan, build_plan
 from argus_eval.tasks.base import Prepared
 from argus_eval.tasks.registry import make_tasks, parse_tasks
 from argus_eval.tasks.retrieval import RetrievalTask

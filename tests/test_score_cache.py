@@ -1,4 +1,4 @@
-"""Scored parts kept in the store (runner/score_cache.py): a rerun reads them and writes the same bytes,
+"""Scored parts kept in the store (runner/score/score_cache.py): a rerun reads them and writes the same bytes,
 a changed record rescores exactly its cell, and the paired bootstrap equals a plain per-cell one."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from argus_eval.metrics import _ptb
-from argus_eval.runner.cell_keys import cell_key
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.runner.store import Store
 from argus_eval.scoring.paired import align, group_rows, paired_counts
 from argus_eval.scoring.types import CellData, CellKey

@@ -10,7 +10,7 @@ import pytest
 
 from argus_eval.efficiency.record import EfficiencyProfile
 from argus_eval.errors import MetricError
-from argus_eval.runner.cell_keys import cell_key
+from argus_eval.runner.plan.cell_keys import cell_key
 from argus_eval.scoring.axes import cdc, cdc_cv
 from argus_eval.scoring.cells import mean_cell
 from argus_eval.scoring.options import EfficiencyBudgets, ScoringOptions

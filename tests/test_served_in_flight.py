@@ -1,5 +1,5 @@
 """A served model keeps its slots full: `concurrency` requests in flight across batch boundaries (the
-runner sends the next batches ahead, runner/ahead.py), one connection per slot, every retry counted by
+runner sends the next batches ahead, runner/execute/ahead.py), one connection per slot, every retry counted by
 its reason, and each distinct image encoded once however many questions ask of it."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 from api_server import ServerState, serve
 from argus_eval.models.api import OpenAICompatibleModel
 from argus_eval.models.spec import ModelConfig
-from argus_eval.runner.ahead import MAX_AHEAD, window
 from argus_eval.runner.config import parse_config
+from argus_eval.runner.execute.ahead import MAX_AHEAD, window
 from argus_eval.runner.pipeline import run
 
 

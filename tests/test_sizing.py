@@ -14,7 +14,7 @@ from argus_eval.efficiency.work import count_work, extend_decode
 from argus_eval.errors import ModelLoadError, UnknownNameError
 from argus_eval.models.protocols import CLASSIFY, EMBED, GENERATE, SCORE_PAIRS
 from argus_eval.models.sizing import Reference, build, read_config
-from argus_eval.runner.sizing import size_model
+from argus_eval.runner.plan.sizing import size_model
 from argus_eval.tasks.registry import make_tasks, parse_tasks
 
 ZOO = Path(__file__).resolve().parent.parent / "src/argus_eval/zoo/checkpoints"

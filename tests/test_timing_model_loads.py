@@ -18,9 +18,9 @@ from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import results_text
-from argus_eval.runner import pipeline
+from argus_eval.runner import phases
 from argus_eval.runner.config import parse_config
-from argus_eval.runner.local import ModelPool, weight_bytes
+from argus_eval.runner.execute.pool import ModelPool, weight_bytes
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
@@ -55,13 +55,13 @@ class Events:
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> Iterator[Events]:
     ev = Events()
-    real = pipeline.profile_plan
+    real = phases.profile_plan
 
     def marked(*args: Any, **kwargs: Any) -> Any:
         ev.seen.append(("timing", ""))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "profile_plan", marked)
+    monkeypatch.setattr(phases, "profile_plan", marked)
     yield ev
 
 
@@ -114,7 +114,7 @@ def test_a_first_run_times_each_model_on_the_load_that_ran_it(tmp_path: Path, ev
 def test_a_model_over_the_budget_is_released_after_its_last_batch(
     tmp_path: Path, events: Events, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "PARK_BYTES", 1)  # smaller than any model: nothing parks
+    monkeypatch.setattr(phases, "PARK_BYTES", 1)  # smaller than any model: nothing parks
     cfg = parse_config(_two_models(tmp_path / "cache"), "test")
     run(cfg, tmp_path / "out", quiet=True, loader=events.loader)
     assert sorted(events.before_timing("close")) == ["clip", "clip2"]  # released after the last batch

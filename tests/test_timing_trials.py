@@ -12,9 +12,9 @@ from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import results_json
-from argus_eval.runner import profiling
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
+from argus_eval.runner.timing import profiling
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
 

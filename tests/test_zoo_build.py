@@ -39,7 +39,7 @@ def _copy_shipped(out: Path, seed: int, seconds: float | None, log: Log) -> Trai
 @pytest.fixture
 def copy_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A registered recipe 'copy' (the shipped lxmert, copied), measured on a tiny held-out split."""
-    import argus_eval.runner.datasets as run_datasets
+    import argus_eval.runner.plan.datasets as run_datasets
     from argus_eval.zoo.training import build
 
     monkeypatch.setattr(run_datasets, "DEFAULT_CACHE", tmp_path / "cache")

@@ -89,7 +89,7 @@ def _accuracy(rows: list[dict[str, Any]], condition: str) -> float:
 
 @pytest.fixture
 def measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], Path]:
-    import argus_eval.runner.datasets as run_datasets
+    import argus_eval.runner.plan.datasets as run_datasets
 
     monkeypatch.setattr(run_datasets, "DEFAULT_CACHE", tmp_path / "cache")
     manifest = tmp_path / "manifest.json"
@@ -105,8 +105,8 @@ def test_zoo_eval_figures_are_the_runs_and_an_argus_run_repeats_them(
 ) -> None:
     from argus_eval.data.blind import blind_answers
     from argus_eval.runner.config import load_config, parse_config
-    from argus_eval.runner.datasets import load_datasets
     from argus_eval.runner.pipeline import run
+    from argus_eval.runner.plan.datasets import load_datasets
     from argus_eval.tasks.reasoning import ReasoningTask
 
     entry, out = measured

@@ -388,7 +388,7 @@ def main() -> None:
     try:
         _main()
     except Exception:  # a traceback (--debug, or a bug) is this process's own end too
-        from argus_eval.runner.ray_loss import note_exit
+        from argus_eval.runner.ray.loss import note_exit
 
         note_exit()
         raise
@@ -418,7 +418,7 @@ def _main() -> None:
     except OSError as e:
         if debug:
             raise
-        from argus_eval.runner.outputs import os_error_line
+        from argus_eval.runner.write.outputs import os_error_line
 
         _fail(os_error_line(e))
     if code == 130:  # typer turns Ctrl-C inside a command into exit code 130, silently
@@ -432,7 +432,7 @@ def _interrupted() -> NoReturn:
 
 
 def _exit(code: int) -> NoReturn:
-    from argus_eval.runner.ray_loss import note_exit
+    from argus_eval.runner.ray.loss import note_exit
 
     note_exit()  # a supervised run on Ray: this end is the CLI's own (commands/supervise.py)
     sys.exit(code)

@@ -61,7 +61,7 @@ def _import_plugin_registries() -> None:
     import argus_eval.data.formats
     import argus_eval.models.loading
     import argus_eval.perturb.kinds
-    import argus_eval.runner.executors
+    import argus_eval.runner.execute.executors
     import argus_eval.scoring.axis_registry
     import argus_eval.tasks.base  # noqa: F401
 
@@ -120,7 +120,7 @@ def check_datasets(config: Path, console: Console, as_json: bool, strict: bool =
     from argus_eval.data.check import check_dataset
     from argus_eval.errors import DatasetError, ModelLoadError, StrictModeError
     from argus_eval.runner.config import load_config
-    from argus_eval.runner.datasets import load_datasets
+    from argus_eval.runner.plan.datasets import load_datasets
 
     cfg = load_config(config)
     reports = [check_dataset(ds) for ds in load_datasets(cfg)]

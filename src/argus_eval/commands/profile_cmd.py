@@ -82,11 +82,11 @@ def _profile_task(data: dict[str, Any], task: str, label: str, source: str) -> d
     from argus_eval.models.secrets import redact_text
     from argus_eval.perturb.conditions import CLEAN
     from argus_eval.runner.config import parse_config
-    from argus_eval.runner.local import ModelPool
-    from argus_eval.runner.pipeline import plan_run
-    from argus_eval.runner.profiling import profile_plan
-    from argus_eval.runner.results import projections
+    from argus_eval.runner.execute.pool import ModelPool
+    from argus_eval.runner.plan.planning import plan_run
+    from argus_eval.runner.score.results import projections
     from argus_eval.runner.store import Store
+    from argus_eval.runner.timing.profiling import profile_plan
 
     cfg = parse_config({**data, "tasks": [task]}, source)
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "store.sqlite") as store:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -14,8 +14,11 @@ from argus_eval.errors import ConfigError
 from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
-from argus_eval.runner.dryrun_cost import RunCost
-from argus_eval.runner.harness_cost import HarnessEstimate, estimate
+from argus_eval.runner.plan.dryrun_cost import RunCost
+from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate
+
+if TYPE_CHECKING:  # the runner's pipeline is imported when a run starts, not with the CLI
+    from argus_eval.runner.pipeline import RunOutcome
 
 # Exit status of a run that completed and wrote everything, but in which more than --max-failed of a
 # model's samples failed or did not run (bad input and fatal errors exit 2).
@@ -94,8 +97,8 @@ def run_command(
     (everything is written all the same), else 0."""
     cfg = configured(cfg_path, overrides)
     from argus_eval.report.build import write_reports
-    from argus_eval.runner.outputs import writing
     from argus_eval.runner.pipeline import run
+    from argus_eval.runner.write.outputs import writing
 
     out_dir = out or Path("runs") / cfg.name
 
@@ -106,66 +109,73 @@ def run_command(
     outcome = run(
         cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed, reports=reports
     )
-    res = outcome.results
-    code, why = exit_status(res, max_failed)
+    code, why = exit_status(outcome.results, max_failed)
     if as_json:
-        sys.stdout.write(
-            json.dumps(
-                {
-                    "out_dir": str(out_dir),
-                    "exit_status": code,
-                    "failures": results_json(res).get("failures"),
-                    "forward_calls": outcome.stats.forward_calls,
-                    "recomputed_stale": outcome.stats.stale,
-                    "retried_failed": outcome.stats.retried,
-                    "answers_cut": outcome.stats.answers_cut,
-                    "regions_padded": outcome.stats.regions_padded,
-                    "left_out": outcome.plan.skipped,
-                    # annotation records the loaders skipped, each named in skipped.jsonl
-                    "skipped_records": sum(len(d.skipped) for d in outcome.plan.datasets),
-                    "models": results_json(res)["models"],
-                },
-                indent=1,
-                sort_keys=True,
-            )
-            + "\n"
-        )
-        return code
-    for note in res.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        sys.stdout.write(json.dumps(outcome_json(outcome, out_dir, code), indent=1, sort_keys=True) + "\n")
+    else:
+        print_outcome(console, outcome, out_dir)
+        if why is not None:
+            console.print(f"exit {code}: {why}", markup=False, highlight=False, soft_wrap=True)
+    return code
+
+
+def outcome_json(outcome: RunOutcome, out_dir: Path, code: int) -> dict[str, Any]:
+    """`argus run --json`: the exit status, failures, counters and each model's row."""
+    res, stats = results_json(outcome.results), outcome.stats
+    return {
+        "out_dir": str(out_dir),
+        "exit_status": code,
+        "failures": res.get("failures"),
+        "forward_calls": stats.forward_calls,
+        "recomputed_stale": stats.stale,
+        "retried_failed": stats.retried,
+        "answers_cut": stats.answers_cut,
+        "regions_padded": stats.regions_padded,
+        "left_out": outcome.plan.skipped,
+        # annotation records the loaders skipped, each named in skipped.jsonl
+        "skipped_records": sum(len(d.skipped) for d in outcome.plan.datasets),
+        "models": res["models"],
+    }
+
+
+def note_lines(outcome: RunOutcome) -> list[str]:
+    """The notes printed before the scorecard: results.json's, tasks without samples in a dataset, cells
+    left out, answers cut and regions padded."""
+    stats = outcome.stats
+    lines = [f"note: {note}" for note in outcome.results.notes]
     for entry in outcome.plan.not_applicable:
-        console.print(
-            f"note: task {entry['task']} left out of dataset {entry['dataset']}: it has no samples for it",
-            highlight=False,
-            markup=False,
+        lines.append(
+            f"note: task {entry['task']} left out of dataset {entry['dataset']}: it has no samples for it"
         )
     for s in outcome.plan.skipped:
         where = f" / {s['dataset']}" if "dataset" in s else ""
-        console.print(
-            f"left out: {s['model']} / {s['task']}{where}: {s['reason']}", markup=False, highlight=False
+        lines.append(f"left out: {s['model']} / {s['task']}{where}: {s['reason']}")
+    if stats.answers_cut:
+        lines.append(
+            f"note: {stats.answers_cut} generated answers were longer than their model's "
+            "max_answer_chars and were cut to it"
         )
-    if outcome.stats.answers_cut:
-        console.print(
-            f"note: {outcome.stats.answers_cut} generated answers were longer than their model's "
-            "max_answer_chars and were cut to it",
-            markup=False,
-            highlight=False,
+    if stats.regions_padded:
+        lines.append(
+            f"note: on {stats.regions_padded} images the detector found fewer regions than asked; "
+            "they were padded with empty regions that the model does not attend to"
         )
-    if outcome.stats.regions_padded:
-        console.print(
-            f"note: on {outcome.stats.regions_padded} images the detector found fewer regions than asked; "
-            "they were padded with empty regions that the model does not attend to",
-            markup=False,
-            highlight=False,
-        )
+    return lines
+
+
+def print_outcome(console: Console, outcome: RunOutcome, out_dir: Path) -> None:
+    """What `argus run` prints: notes, the scorecard, the gap sentence, counters, failures, the files."""
+    res, stats = outcome.results, outcome.stats
+    for line in note_lines(outcome):
+        console.print(line, markup=False, highlight=False)
     console.print(scorecard_table(res))
     gap = res.gap.sentence
     if gap:
         console.print(gap, highlight=False)
     failed = sum(c.failed for c in res.cells)
     console.print(
-        f"model forward calls: {outcome.stats.forward_calls}   new records: {outcome.stats.records_written}"
-        f"   recomputed (inputs changed): {outcome.stats.stale}   retried failures: {outcome.stats.retried}"
+        f"model forward calls: {stats.forward_calls}   new records: {stats.records_written}"
+        f"   recomputed (inputs changed): {stats.stale}   retried failures: {stats.retried}"
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
     for line in failure_lines(res):  # one line each, never wrapped: logs are searched for them
@@ -174,9 +184,6 @@ def run_command(
         f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
         f"summary.md, report.html"
     )
-    if why is not None:
-        console.print(f"exit {code}: {why}", markup=False, highlight=False, soft_wrap=True)
-    return code
 
 
 def run_overrides(
@@ -272,7 +279,7 @@ def dry_run_plan(
     cfg_path: Path, console: Console, as_json: bool, overrides: dict[str, Any] | None = None
 ) -> None:
     """Print the plan (cells, sample counts, protocol of each model on each task) without running a model."""
-    from argus_eval.runner.dryrun import describe_plan
+    from argus_eval.runner.plan.dryrun import describe_plan
 
     rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
     found = estimate(cost.records_by_task, corruptions=cost.corruptions)

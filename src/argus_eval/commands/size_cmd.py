@@ -1,4 +1,5 @@
-"""`argus profile --size-only`: what a person reads of a model sized from its config (runner/sizing.py)."""
+"""`argus profile --size-only`: what a person reads of a model sized from its config
+(runner/plan/sizing.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from argus_eval.runner.sizing import SizeReport
+from argus_eval.runner.plan.sizing import SizeReport
 
 
 def size_report(
@@ -22,7 +23,7 @@ def size_report(
 ) -> SizeReport:
     """Size spec for the tasks given as config entries (names or {name: ..., options})."""
     from argus_eval.efficiency.devices import get_device
-    from argus_eval.runner.sizing import size_model
+    from argus_eval.runner.plan.sizing import size_model
     from argus_eval.tasks.registry import make_tasks, parse_tasks
 
     for d in devices or ():

@@ -6,7 +6,7 @@ as the dashboard agent, killed), Ray's core worker ends the driver at once with 
 Python code runs. The supervisor starts the same command as a child with the same streams, passes its
 exit status through when the child ended as the CLI ends (it notes so on each of its exits; Ray's C++
 exit, or a signal, skips that), and otherwise prints the error line itself, naming the lost component
-from the local cluster's log (runner/ray_loss.py).
+from the local cluster's log (runner/ray/loss.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from argus_eval.errors import ExecutorError
-from argus_eval.runner.ray_loss import SESSION_NOTE_ENV, Note, lost_component, read_note
+from argus_eval.runner.ray.loss import SESSION_NOTE_ENV, Note, lost_component, read_note
 
 
 def _option(args: list[str], *names: str) -> str | None:

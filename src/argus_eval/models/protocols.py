@@ -28,7 +28,7 @@ CLASSIFY = "classify"  # classify(images, questions) -> one label of a fixed ans
 # VLM's mean image token and mean word embedding); good for a shortlist, not for ranking on their own.
 POOL = "pool"
 # The token counts a served model reports per request (its `last_usage` entries, in request order);
-# the runner puts them on the records they answered (runner/usage.py).
+# the runner puts them on the records they answered (runner/execute/usage.py).
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
 # The members each capability's interface asks of a model (the protocols below), for checking an object

@@ -32,7 +32,7 @@ from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
 from argus_eval.results_model.io import key_path
-from argus_eval.runner.execution import ExecutorOptions
+from argus_eval.runner.execute.execution import ExecutorOptions
 from argus_eval.scoring.options import ScoringOptions
 from argus_eval.tasks.base import TASKS, TaskOptions
 
@@ -46,8 +46,8 @@ class EfficiencyConfig(BaseModel):
 
     enabled: StrictBool = True
     batch_size: StrictInt = Field(default=32, ge=1)
-    # 1: models come warm from their cells (kept loaded, runner/local.py) and every trial makes its own
-    # untimed batch-1 call first; a second warm-up round was a third of the default suite's timing work
+    # 1: models come warm from their cells (kept loaded, runner/execute/pool.py) and every trial makes its
+    # own untimed batch-1 call first; a second warm-up round was a third of the default suite's timing work
     # (cProfile: 6.0 s of warm-up beside 12.0 s of trials), for first-call effects already spent
     warmup: StrictInt = Field(default=1, ge=0)
     repeats: StrictInt = Field(default=10, ge=1)
@@ -137,7 +137,7 @@ class RunConfig(BaseModel):
     def resolve(self) -> RunSpec:
         """Every section in its owner's typed model: dataset formats, tasks, expanded conditions."""
         from argus_eval.perturb.conditions import expand_conditions
-        from argus_eval.runner.executors import EXECUTORS
+        from argus_eval.runner.execute.executors import EXECUTORS
         from argus_eval.tasks.registry import parse_tasks
 
         executor_options = EXECUTORS.get(self.executor).parse_options(self.executor, self.executor_options)
@@ -202,7 +202,7 @@ class RunSpec(BaseModel):
     cache_dir: Path | None
     written: RunConfig
     threads: int | None = None  # torch CPU threads asked for (runner/threads.py clips them to the cores)
-    workers: int | None = None  # input threads asked for (runner/prefetch.py; clipped likewise)
+    workers: int | None = None  # input threads asked for (runner/execute/local.py; clipped likewise)
 
 
 def _check_task_keys(models: Sequence[ModelConfig]) -> None:

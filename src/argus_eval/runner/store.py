@@ -25,8 +25,8 @@ from argus_eval.data.text import repair_text, repair_value
 from argus_eval.errors import ArgusError, OutputError, StoreError
 from argus_eval.runner.array_blob import pack as pack_arrays
 from argus_eval.runner.array_blob import unpack as unpack_arrays
-from argus_eval.runner.outputs import writing
 from argus_eval.runner.seal import DamagedPartError, finite_arrays, seal, unseal
+from argus_eval.runner.write.outputs import writing
 from argus_eval.tasks.records import Record
 
 SCHEMA_VERSION = "1"
@@ -246,7 +246,7 @@ class Store:
                 (key, json.dumps(profile, sort_keys=True)),
             )
 
-    # --- per-image feature arrays (a detector's regions; runner/feature_store.py) ----------------
+    # --- per-image feature arrays (a detector's regions; runner/inputs/feature_store.py) ----------------
     def get_features(self, key: str) -> dict[str, np.ndarray] | None:
         """The arrays kept under key; None when there are none, or when they fail their seal, do not
         decode or hold a non-finite number: then the entry is deleted (so that the features made again
@@ -274,7 +274,7 @@ class Store:
     def feature_bytes(self) -> int:
         return int(self._db.execute("SELECT COALESCE(SUM(LENGTH(arrays)), 0) FROM features").fetchone()[0])
 
-    # --- scored parts (runner/score_cache.py): cell results and finish rows by content hash --------
+    # --- scored parts (runner/score/score_cache.py): cell results and finish rows by content hash --------
     def get_scored(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The stored values of those keys that have one."""
         wanted = sorted(set(keys))

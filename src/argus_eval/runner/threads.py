@@ -150,7 +150,7 @@ class ThreadPlan:
     requested: int | None
     timing: int | None  # torch threads while timing (efficiency.cpu_threads, clipped); None: intra_op
     notes: tuple[str, ...] = ()  # the requests that were clipped, and to what
-    workers: int = 1  # threads preparing the next batches' inputs (runner/prefetch.py)
+    workers: int = 1  # threads preparing the next batches' inputs (runner/execute/local.py)
 
     def to_json(self) -> dict[str, object]:
         """The manifest's record: cores found and from where, threads chosen, the OpenMP wait policy."""

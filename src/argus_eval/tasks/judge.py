@@ -26,7 +26,7 @@ from argus_eval.models.spec import Device, ModelConfig
 from argus_eval.tasks.base import CellResult, Finish
 from argus_eval.tasks.judge_verdicts import PARSER_VERSION, Verdict, read_verdict
 
-# Where a verdict travels in a scored record's output (runner/judging.py merges it before finalize).
+# Where a verdict travels in a scored record's output (runner/judge/judging.py merges it before finalize).
 VERDICT = "judge"
 PLACEHOLDERS = frozenset({"question", "references", "answer"})
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from argus_eval.models import zoo_store
 from argus_eval.models.zoo_store import CHECKPOINTS
-from argus_eval.runner.outputs import prepare_out_dir, writing
+from argus_eval.runner.write.outputs import prepare_out_dir, writing
 from argus_eval.zoo.catalog import checkpoint_files, dir_size, write_entry
 from argus_eval.zoo.measure import measure
 from argus_eval.zoo.recipe import Log

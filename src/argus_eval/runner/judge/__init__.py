@@ -1,0 +1,1 @@
+"""Judging open answers after the models answered, and the judges block of results.json."""

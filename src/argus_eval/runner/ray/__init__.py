@@ -1,0 +1,1 @@
+"""The Ray executor: a cluster, its options, its model actors, and what a lost cluster was."""

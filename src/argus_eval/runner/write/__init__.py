@@ -1,0 +1,1 @@
+"""Writing a run's output files: provenance, skipped records, errors naming the file."""
