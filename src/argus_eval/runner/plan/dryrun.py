@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from argus_eval.errors import ArgusError
-from argus_eval.models.loading import _split, is_served, load_model
-from argus_eval.models.presets import PRESETS
+from argus_eval.errors import ArgusError, UnknownNameError
+from argus_eval.models.loading import declared_info, is_served, load_model
 from argus_eval.models.protocols import ModelInfo
-from argus_eval.models.regions import declared_regions
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import RunSpec
@@ -21,20 +19,15 @@ from argus_eval.tasks.registry import make_tasks
 
 
 def _declared_info(cfg: ModelConfig) -> ModelInfo:
-    """Capabilities from the preset table when the spec is a preset; else load the (local) model."""
-    scheme, _ = _split(cfg.spec)
-    if scheme == "preset" and cfg.spec in PRESETS:
-        p = PRESETS.get(cfg.spec)
-        regions = declared_regions(cfg.options)
-        return ModelInfo(
-            name=cfg.name,
-            spec=p.spec,
-            fingerprint="(not loaded)",
-            capabilities=frozenset(p.capabilities),
-            family=p.family,
-            extra={"regions": regions} if regions else {},
-        )
+    """What the spec's scheme declares without loading (a preset's row of the preset table); else load
+    the (local) model. A spec whose scheme is unknown is loaded, so its error is load_model's."""
     with cfg.located():
+        try:
+            declared = declared_info(cfg)
+        except UnknownNameError:
+            declared = None
+        if declared is not None:
+            return declared
         model = load_model(cfg)
     try:
         return model.info
