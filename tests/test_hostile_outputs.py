@@ -192,8 +192,8 @@ def test_a_run_whose_samples_fail_mid_stream_keeps_the_previous_files(
     assert copied["samples.jsonl"] == before["samples.jsonl"]
     real = score.iter_sample_lines
 
-    def breaking(scored: Any) -> Iterator[dict[str, Any]]:
-        for i, line in enumerate(real(scored)):
+    def breaking(scored: Any, run_seed: int) -> Iterator[dict[str, Any]]:
+        for i, line in enumerate(real(scored, run_seed)):
             if i == 3:
                 raise KeyboardInterrupt  # three lines are in the temporary file by now
             yield line
@@ -301,18 +301,18 @@ def test_the_streaming_samples_writer_keeps_the_old_file_when_a_line_fails(
     path = tmp_path / "samples.jsonl"
     path.write_text('{"old": 1}\n', encoding="utf-8")
 
-    def lines(_: object) -> Iterator[dict[str, Any]]:
+    def lines(_: object, __: int) -> Iterator[dict[str, Any]]:
         yield {"sample_id": "a"}
         yield {"sample_id": "b"}
         raise Boom("the third line")
 
     monkeypatch.setattr(score, "iter_sample_lines", lines)
     with pytest.raises(Boom):
-        score.write_samples([], path)
+        score.write_samples([], path, 0)
     assert path.read_text(encoding="utf-8") == '{"old": 1}\n' and _only(tmp_path) == ["samples.jsonl"]
 
-    monkeypatch.setattr(score, "iter_sample_lines", lambda _: iter([{"sample_id": "a"}, {"sample_id": "b"}]))
-    assert score.write_samples([], path) == 2
+    monkeypatch.setattr(score, "iter_sample_lines", lambda *_: iter([{"sample_id": "a"}, {"sample_id": "b"}]))
+    assert score.write_samples([], path, 0) == 2
     assert path.read_text(encoding="utf-8") == '{"sample_id": "a"}\n{"sample_id": "b"}\n'
 
 

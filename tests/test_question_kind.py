@@ -157,6 +157,13 @@ def test_the_model_is_shown_the_changed_question_of_every_sample(
             picks = random.Random(derive_seed(0, f"{sid}#q", cond)).sample(CLAUSES, s)
             expected[PROMPT.format(question=f"{q} ({'; '.join(picks)})")] += 1
     assert Counter(prompts) == expected
+    # samples.jsonl says what each sample was asked: its changed question beside the clean one
+    assert all("question_shown" not in x for x in by_cell["clean"])
+    for s in SEVERITIES:
+        for x in by_cell[f"ask:distract@{s}"]:
+            assert x["question"] == clean[x["sample_id"]]
+            assert PROMPT.format(question=x["question_shown"]) in expected
+            assert x["question_shown"].startswith(x["question"] + " (")
     for prompt in expected:  # and each changed one says the clean question first, then its clauses
         question = prompt.removesuffix("\nAnswer with a single word or number.")
         if question not in clean.values():

@@ -21,7 +21,8 @@ from PIL import Image, UnidentifiedImageError
 
 from argus_eval.data.images import load_image, readable_file
 from argus_eval.errors import ArgusError
-from argus_eval.perturb.conditions import CLEAN, Condition, derive_seed, is_clean_id
+from argus_eval.perturb import view
+from argus_eval.perturb.conditions import CLEAN, Condition, is_clean_id
 from argus_eval.report.roots import inside
 from argus_eval.report.samples import CellKey, SampleLine, iter_samples
 from argus_eval.report.thumbs import THUMBS_FILE, ThumbCache
@@ -172,8 +173,8 @@ def perturbed_thumbnail(
     try:
         cond = Condition.parse(condition)
         image = load_image(path, sample_id)
-        seed = derive_seed(run_seed, sample_id, cond.id)
-        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(cond.apply_image(image, seed))), max_side)
+        shown = view.shown_image(image, sample_id, cond, run_seed)
+        return _jpeg_uri(Image.fromarray(np.ascontiguousarray(shown)), max_side)
     except (ArgusError, OSError, ValueError):
         return None
 
@@ -248,7 +249,8 @@ def build_gallery(
                 "protocol": rec.protocol,
                 "sample_id": rec.sample_id,
                 "score": None if rec.score is None else float(rec.score),
-                "question": _clip(rec.question),
+                # what the model was asked: the question as its condition changed it, if it did
+                "question": _clip(rec.question if rec.question_shown is None else rec.question_shown),
                 "prediction": _clip(rec.prediction),
                 "reference": _reference(rec.reference),
                 "error": _clip(rec.error),

@@ -34,6 +34,7 @@ class SampleLine(CellKeyFields):
     image: str | None = None
     image_path: str | None = None
     question: Json = None
+    question_shown: Json = None  # the question as the condition changed it (absent when unchanged)
     prediction: Json = None
     reference: Json = None
     score: Number | None = None
@@ -43,7 +44,7 @@ class SampleLine(CellKeyFields):
 # Deeper values than this in a line's free-form fields (question, prediction, reference, error) are
 # refused: no answer a run stores is nested more than a few levels, and rendering recurses over them.
 MAX_DEPTH = 32
-_FREE_FORM = ("question", "prediction", "reference", "error")
+_FREE_FORM = ("question", "question_shown", "prediction", "reference", "error")
 
 
 def _too_deep(value: Any, limit: int) -> bool:

@@ -141,7 +141,7 @@ def write(s: RunState) -> None:
     """samples.jsonl, skipped.jsonl, results.json and the reports; the new scored parts kept."""
     cfg, p = s.cfg, s.plan
     with writing(s.out_dir / "samples.jsonl"):
-        s.samples_written = write_samples(s.scored, s.out_dir / "samples.jsonl")
+        s.samples_written = write_samples(s.scored, s.out_dir / "samples.jsonl", cfg.seed)
     with writing(s.out_dir / "skipped.jsonl"):
         write_skipped(p.datasets, s.out_dir / "skipped.jsonl")
     manifest = run_manifest(cfg, p, s.threads, s.given, s.out_dir)

@@ -27,8 +27,7 @@ from argus_eval.models.loading import is_served
 from argus_eval.models.protocols import Model
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
-from argus_eval.perturb import controls
-from argus_eval.perturb.conditions import derive_seed
+from argus_eval.perturb import view
 from argus_eval.runner.execute.ahead import Ahead, window
 from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
 from argus_eval.runner.execute.stamps import input_stamps, pending
@@ -86,11 +85,9 @@ def swap_partners(
     if memo is not None and key in memo:  # computed once per cell, not once per batch
         return memo[key]
     items = [(s.sample_id, s.image) for s in cell.samples if s.image is not None]
-    partners: dict[str, Sample] = {}
-    if len({image for _, image in items}) >= 2:
-        seed = derive_seed(run_seed, f"{cell.dataset.fingerprint}#partners", cell.condition.id)
-        by_id = {s.sample_id: s for s in cell.samples}
-        partners = {sid: by_id[p] for sid, p in controls.swap_partners(items, seed).items()}
+    by_id = {s.sample_id: s for s in cell.samples}
+    drawn = view.partners(items, cell.dataset.fingerprint, cell.condition, run_seed)
+    partners = {sid: by_id[p] for sid, p in drawn.items()}
     if memo is not None:
         memo[key] = partners
     return partners

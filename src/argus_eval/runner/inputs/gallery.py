@@ -10,17 +10,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from argus_eval.data.types import Sample
-from argus_eval.perturb.conditions import Condition, derive_seed
+from argus_eval.perturb import view
+from argus_eval.perturb.conditions import Condition
 from argus_eval.runner.plan.plan import Cell
 from argus_eval.tasks.base import Prepared
 
 
 def sample_texts(sample: Sample, condition: Condition, run_seed: int) -> tuple[str, ...]:
     """A sample's texts under a condition; text i's seed derives from (run seed, sample id, i, condition)."""
-    return tuple(
-        condition.apply_text(t, derive_seed(run_seed, f"{sample.sample_id}#text{i}", condition.id))
-        for i, t in enumerate(sample.texts)
-    )
+    return view.shown_texts(sample.texts, sample.sample_id, condition, run_seed)
 
 
 Galleries = dict[tuple[str, int], tuple[str, ...]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from argus_eval.data.types import Dataset, Sample
 from argus_eval.errors import SampleError
-from argus_eval.perturb.conditions import Condition, derive_seed
+from argus_eval.perturb import view
+from argus_eval.perturb.conditions import Condition
 from argus_eval.runner.inputs.gallery import sample_texts
 from argus_eval.runner.inputs.images import ImageCache
 from argus_eval.tasks.base import Prepared
@@ -34,12 +35,8 @@ def prepare(
                     "(a swap needs at least two distinct images in the cell)"
                 )
             shown = partner
-        seed = derive_seed(run_seed, sample.sample_id, condition.id)
+        seed = view.image_seed(run_seed, sample.sample_id, condition)
         image = cache.get(cache.inside(dataset, shown), shown.sample_id, condition, seed)
     texts = sample_texts(sample, condition, run_seed)
-    question = sample.question
-    if question is not None:
-        question = condition.apply_text(
-            question, derive_seed(run_seed, f"{sample.sample_id}#q", condition.id)
-        )
+    question = view.shown_question(sample.question, sample.sample_id, condition, run_seed)
     return Prepared(sample=sample, image=image, texts=texts, question=question)

@@ -17,6 +17,7 @@ import numpy as np
 from argus_eval.data.atomic import atomic_text
 from argus_eval.data.text import repair_text
 from argus_eval.models.secrets import redact_text
+from argus_eval.perturb import view
 from argus_eval.runner.execute.usage import rows_tokens
 from argus_eval.runner.judge.judging import apply_judgments
 from argus_eval.runner.plan.cell_keys import key_of
@@ -283,8 +284,10 @@ def cell_summary(s: ScoredCell) -> dict[str, Any]:
     return base
 
 
-def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
-    """One JSON object per sample and cell, in plan order then sample order."""
+def iter_sample_lines(scored: list[ScoredCell], run_seed: int) -> Iterator[dict[str, Any]]:
+    """One JSON object per sample and cell, in plan order then sample order. Where a condition changed a
+    sample's question, question_shown is the question the model was asked (perturb/view.py, with the
+    seed the run used)."""
     for s in scored:
         c = s.cell
         head = {
@@ -305,6 +308,9 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
                 "image_path": None if sample.image is None else str(c.dataset.image_path(sample)),
                 "question": sample.question,
             }
+            shown = view.shown_question(sample.question, sid, c.condition, run_seed)
+            if shown != sample.question:
+                line["question_shown"] = shown
             if sid in by_id and res is not None:
                 i = by_id[sid]
                 line.update(
@@ -326,10 +332,11 @@ def iter_sample_lines(scored: list[ScoredCell]) -> Iterator[dict[str, Any]]:
             yield line
 
 
-def write_samples(scored: list[ScoredCell], path: Path) -> int:
+def write_samples(scored: list[ScoredCell], path: Path, run_seed: int) -> int:
+    """samples.jsonl (iter_sample_lines' lines), written whole or not at all; the lines written."""
     n = 0
     with atomic_text(path) as fh:  # the old file stays whole until the last line is written
-        for line in iter_sample_lines(scored):
+        for line in iter_sample_lines(scored, run_seed):
             fh.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
             n += 1
     return n
