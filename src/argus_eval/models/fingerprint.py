@@ -26,14 +26,19 @@ def file_digest(path: Path) -> str:
         hit = _file_cache.get(key)
     if hit is not None:
         return hit
+    digest = sha256_file(path)
+    with _lock:
+        _file_cache[key] = digest
+    return digest
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of one file's content, read in 1 MiB blocks (no memo: file_digest keeps one)."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    digest = h.hexdigest()
-    with _lock:
-        _file_cache[key] = digest
-    return digest
+    return h.hexdigest()
 
 
 def dir_digest(root: Path) -> str:

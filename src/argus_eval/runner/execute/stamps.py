@@ -11,46 +11,72 @@ read for it once per process (memoised on path, size and mtime; models/fingerpri
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from argus_eval.data.types import Sample, fingerprint_of
-from argus_eval.models.fingerprint import file_digest
+from argus_eval.models.fingerprint import sha256_file
 from argus_eval.runner.plan.plan import Cell
 from argus_eval.runner.store import Store
 
-# (path, size, mtime) -> content digest: a stat per sample and cell, as before, and a read per file
+# (path, size, mtime) -> content digest: a stat per distinct file and cell, and a read per file
 _digests: dict[tuple[str, int, int], str] = {}
+# Files hashed at once: reading and sha256 release the GIL, and COCO's 5,000 images are 250 MB to read.
+_HASH_THREADS = min(4, os.cpu_count() or 1)
 
 
-def _file_stamp(path: Path) -> str | None:
+def _hashed(path: Path) -> str | None:
     try:
-        st = path.stat()
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def _file_stamps(paths: set[Path]) -> dict[Path, str | None]:
+    """Each file's content digest (None when it is missing or unreadable: prepare() names it, and a
+    later fix changes the stamp); files not seen before in this process are hashed on a few threads."""
+    out: dict[Path, str | None] = {}
+    todo: dict[Path, tuple[str, int, int]] = {}
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out[path] = None
+            continue
         key = (str(path), st.st_size, st.st_mtime_ns)
         hit = _digests.get(key)
         if hit is None:
-            hit = _digests[key] = file_digest(path)
-    except OSError:
-        return None  # missing or unreadable: prepare() names it; a later fix changes the stamp
-    return hit
+            todo[path] = key
+        else:
+            out[path] = hit
+    if todo:
+        with ThreadPoolExecutor(_HASH_THREADS, thread_name_prefix="argus-stamps") as pool:
+            for path, digest in zip(todo, pool.map(_hashed, todo), strict=True):
+                out[path] = digest
+                if digest is not None:
+                    _digests[todo[path]] = digest
+    return out
 
 
 def input_stamps(cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> dict[str, str]:
     """sample id -> digest of its image file's content, its swap partner's, and the run seed when the
     condition uses it."""
     seed = run_seed if cell.condition.uses_seed else None
-    out: dict[str, str] = {}
-    for s in cell.samples:
-        own = None if s.image is None else _file_stamp(cell.dataset.image_path(s))
-        partner = partners.get(s.sample_id)
-        other = (
-            None
-            if partner is None or partner.image is None
-            else _file_stamp(cell.dataset.image_path(partner))
-        )
-        out[s.sample_id] = fingerprint_of(own, other, seed)
-    return out
+
+    def path_of(s: Sample | None) -> Path | None:
+        return None if s is None or s.image is None else cell.dataset.image_path(s)
+
+    own = {s.sample_id: path_of(s) for s in cell.samples}
+    other = {s.sample_id: path_of(partners.get(s.sample_id)) for s in cell.samples}
+    found = _file_stamps({p for p in (*own.values(), *other.values()) if p is not None})
+
+    def stamp(path: Path | None) -> str | None:
+        return None if path is None else found[path]
+
+    return {sid: fingerprint_of(stamp(own[sid]), stamp(other[sid]), seed) for sid in own}
 
 
 @dataclass
