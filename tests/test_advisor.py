@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from advisor_fixtures import advise, model, profile, results, scorecard_cell, shares
 from argus_eval.advisor import Constraints, standard_profiles
-from test_advisor_builder import advise, model, profile, results, scorecard_cell, shares
 
 
 def _capable_vs_small() -> dict[str, object]:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from advisor_fixtures import advise, model, profile, results, shares
 from argus_eval.advisor import Constraints, parse_weights
 from argus_eval.cli import main
 from argus_eval.errors import ConfigError, ResultsError, UnknownNameError
-from test_advisor_builder import advise, model, profile, results, shares
 
 
 def _run_data() -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from answer_fixtures import parses_line
 from argus_eval.data.types import Sample
 from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.plan.cell_keys import cell_key
@@ -217,15 +218,3 @@ def test_a_run_reports_the_rate_and_withholds_the_claims_of_a_low_cell(tmp_path:
     assert again.stats.forward_calls == 0 and first.stats.forward_calls > 0
     claims = json.loads((out / "results.json").read_text())["comparison"]["claims"]
     assert {(c["above"], c["below"]) for c in claims} == {("zoo", "random")}
-
-
-def parses_line(line: dict[str, Any]) -> bool:
-    """The form check by hand for ShapesWorld questions: the reference's answer type decides."""
-    from argus_eval.data.clevr.vocab import VALUES
-
-    ref = line["reference"][0]
-    answer = " ".join(str(line["prediction"]).lower().replace(".", " ").split())
-    for kinds in (("yes", "no"), tuple(str(i) for i in range(100)), *VALUES.values()):
-        if ref in kinds:
-            return answer in kinds
-    raise AssertionError(f"reference {ref!r} of no known type")

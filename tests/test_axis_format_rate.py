@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from answer_fixtures import parses_line
 from argus_eval.scoring.axis_registry import AXIS_REGISTRY, AxisInputs, AxisSpec, register_axis
 from argus_eval.scoring.types import AxisSeries
 from model_fixtures import tiny_dir
-from test_answer_format import parses_line
 
 F = "F"
 

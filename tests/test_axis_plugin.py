@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advisor_fixtures import advise, model, results
 from argus_eval.advisor import Constraints, parse_weights
 from argus_eval.errors import ConfigError, UnknownNameError
 from argus_eval.report.build import write_reports
@@ -21,7 +22,6 @@ from argus_eval.scoring.types import CLEAN_REF, AxisSeries, CellKey
 from argus_eval.scoring.view import build_view
 from pipeline_fixtures import cli
 from report_fixtures import make_run
-from test_advisor_builder import advise, model, results
 
 TOY = "TOY"
 TOY_WEIGHT = 0.2

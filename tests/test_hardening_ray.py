@@ -19,7 +19,7 @@ from argus_eval.runner.config import parse_config
 from argus_eval.runner.pipeline import run
 from argus_eval.runner.store import Store
 from hardening_fixtures import karpathy_config, karpathy_dataset, write_image
-from test_ray_executor import cluster  # noqa: F401  (its local two-CPU cluster; skips without Ray)
+from ray_fixtures import cluster  # noqa: F401  (one local two-CPU cluster per module; skips without Ray)
 
 
 @pytest.mark.usefixtures("cluster")

@@ -5,6 +5,7 @@ what the table "Wings and what each may import" of docs/architecture.md lets it.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from import_graph_fixtures import ROOT, allowed, cycles, edges, wing, wing_edges
 
@@ -67,3 +68,21 @@ def test_no_runner_folder_holds_more_than_twelve_modules() -> None:
         str(f.relative_to(ROOT)): len([p for p in f.glob("*.py") if p.name != "__init__.py"]) for f in folders
     }
     assert len(sizes) > 1 and {f: n for f, n in sizes.items() if n > 12} == {}
+
+
+def test_no_test_module_imports_another() -> None:
+    # Shared builders live in fixture modules (tests/*_fixtures.py): a test module that imports another
+    # runs that module's tests' imports and fixtures twice, and ties the two files' refactors together.
+    tests = Path(__file__).resolve().parent
+    offenders = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            offenders += [f"{path.name} imports {n}" for n in names if n.split(".")[0].startswith("test_")]
+    assert not offenders, offenders

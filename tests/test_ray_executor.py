@@ -4,13 +4,9 @@ clusters that cannot do the run refused before any work. One cluster serves the 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +20,9 @@ from argus_eval.runner.config import RunConfig, parse_config
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
+from ray_fixtures import cluster  # noqa: F401  (one local two-CPU cluster per module)
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'argus-eval[ray]'")
-
-TESTS = Path(__file__).resolve().parent
 
 
 class _Slow:
@@ -51,21 +46,6 @@ class _Slow:
 def slow_loader(cfg: ModelConfig) -> Any:
     """Runs inside Ray workers (imported from this module, which the workers find on PYTHONPATH)."""
     return _Slow(load_model(cfg))
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    temp = tempfile.mkdtemp(prefix="argus-ray-test-")  # short: Ray's unix sockets live under it
-    # the workers import this module from TESTS, and the package from where the driver does
-    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
-    env = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": path}
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in env.items():
-            mp.setenv(k, v)  # the local cluster's processes inherit these
-        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-    shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +109,8 @@ def _kill_when(out: Path, at_least: int, no_restart: bool, killed: list[str]) ->
     return t
 
 
-def test_two_workers_equal_local_executor(cluster: Any, cache: Path, reference: Path, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("cluster")
+def test_two_workers_equal_local_executor(cache: Path, reference: Path, tmp_path: Path) -> None:
     out = tmp_path / "ray"
     got = run(_cfg(cache, "ray", num_workers=2, shard_size=2), out, quiet=True)
     _assert_same_as_reference(out, reference)
@@ -142,9 +123,8 @@ def test_two_workers_equal_local_executor(cluster: Any, cache: Path, reference: 
     assert again.stats.records_written == 0 and again.stats.forward_calls == 0
 
 
-def test_killed_worker_is_restarted_and_run_finishes(
-    cluster: Any, cache: Path, reference: Path, tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("cluster")
+def test_killed_worker_is_restarted_and_run_finishes(cache: Path, reference: Path, tmp_path: Path) -> None:
     out = tmp_path / "ray"
     total = len(_rows(reference))
     killed: list[str] = []
@@ -156,8 +136,9 @@ def test_killed_worker_is_restarted_and_run_finishes(
     _assert_same_as_reference(out, reference)
 
 
+@pytest.mark.usefixtures("cluster")
 def test_all_workers_lost_then_rerun_completes_exactly_once(
-    cluster: Any, cache: Path, reference: Path, tmp_path: Path
+    cache: Path, reference: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "ray"
     total = len(_rows(reference))
@@ -175,7 +156,8 @@ def test_all_workers_lost_then_rerun_completes_exactly_once(
     _assert_same_as_reference(out, reference)
 
 
-def test_cluster_without_the_gpus_asked_for_is_refused(cluster: Any, cache: Path, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("cluster")
+def test_cluster_without_the_gpus_asked_for_is_refused(cache: Path, tmp_path: Path) -> None:
     with pytest.raises(
         ExecutorError, match=r"model 'clip' asks for CPU 1, GPU 1 per worker.*total: CPU 2, GPU 0"
     ):
@@ -183,8 +165,9 @@ def test_cluster_without_the_gpus_asked_for_is_refused(cluster: Any, cache: Path
     assert len(_rows(tmp_path / "out")) == 0
 
 
+@pytest.mark.usefixtures("cluster")
 def test_worker_on_other_versions_is_refused(
-    cluster: Any, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import argus_eval.runner.ray.cluster as rc
 
@@ -195,7 +178,8 @@ def test_worker_on_other_versions_is_refused(
     assert len(_rows(tmp_path / "out")) == 0
 
 
-def test_first_stage_runs_on_the_workers_as_locally(cluster: Any, cache: Path, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("cluster")
+def test_first_stage_runs_on_the_workers_as_locally(cache: Path, tmp_path: Path) -> None:
     """A two-stage retrieval's first stage is a helper of its cells: each worker loads it beside its
     model, and the records are the local executor's."""
     d = tiny_config(cache, batch_size=2, tasks=["retrieval"])

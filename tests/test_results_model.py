@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from advisor_fixtures import model, profile, results
 from argus_eval.errors import ResultsError
 from argus_eval.report.build import write_reports
 from argus_eval.results_model import SCHEMA, Results, load_results, results_from_data, results_text
 from argus_eval.results_model.cells import CellSummary
 from report_fixtures import make_run
-from test_advisor_builder import model, profile, results
 
 TESTS = Path(__file__).resolve().parent
 

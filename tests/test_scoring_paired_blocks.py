@@ -12,7 +12,7 @@ import pytest
 from argus_eval.scoring import paired
 from argus_eval.scoring.paired import Group, paired_counts
 from argus_eval.scoring.scorecard import bootstrap_scorecard
-from test_scoring_bootstrap import OPTS, profiles, random_cells
+from bootstrap_fixtures import OPTS, profiles, random_cells
 
 
 def _whole_draw(n: int, resamples: int, seed: int, task: str, dataset: str) -> np.ndarray:
