@@ -77,6 +77,7 @@ def test_every_truncation_and_trailing_byte_is_refused() -> None:
         (b'[["x", "<f4", [-1]]]', "not a list of sizes"),
         (b'[["x", "<f4", [true]]]', "not a list of sizes"),
         (b"\xff\xfe", "."),  # not JSON at all: json's own ValueError
+        (b"[" * 100_000, "nests too deep"),  # json's RecursionError, as one ValueError
     ],
 )
 def test_a_damaged_header_is_one_value_error(header: bytes, match: str) -> None:

@@ -51,7 +51,10 @@ def unpack(blob: bytes | None) -> dict[str, np.ndarray]:
     if len(blob) < start:
         raise ValueError("array blob is truncated in its header")
     (n,) = _LENGTH.unpack_from(blob, len(MAGIC))
-    head = json.loads(blob[start : start + n])
+    try:
+        head = json.loads(blob[start : start + n])
+    except RecursionError:  # a crafted header nested deeper than the parser goes
+        raise ValueError("array blob header nests too deep to be [name, dtype, shape] entries") from None
     offset = start + n
     out: dict[str, np.ndarray] = {}
     for name, dtype, shape in _entries(head):
