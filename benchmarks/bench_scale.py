@@ -112,18 +112,9 @@ def _dataset(task: str, cache: Path, fraction: float) -> dict[str, Any]:
     }
 
 
-def one_run(
-    task: str,
-    cache: Path,
-    fraction: float,
-    sleep_ms: float,
-    batch: int,
-    models: tuple[str, ...] = ("null",),
-    perturbations: tuple[dict[str, Any], ...] = (),
-    tasks: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """One run of task (and `tasks` beside it) at fraction of its set in this process, clean unless
-    perturbations are given, with one null model per name in models: the figures above."""
+def one_run(spec: Any, task: str, fraction: float) -> dict[str, Any]:
+    """One run of spec (run_spec's; task names its tasks, fraction the share of each set) in this
+    process: the figures above."""
     from argus_eval.models.loading import load_model
     from argus_eval.models.protocols import Model
     from argus_eval.models.spec import ModelConfig
@@ -136,7 +127,6 @@ def one_run(
         loaded.append(m)
         return m
 
-    spec = run_spec(task, cache, fraction, sleep_ms, batch, models, perturbations, tasks)
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = time.process_time(), time.perf_counter()
         outcome = run(spec, Path(tmp) / "out", quiet=True, loader=loader)
@@ -145,7 +135,7 @@ def one_run(
     model_s = sum(m.busy_s_total for m in loaded)
     records = outcome.stats.records_written
     return {
-        "task": "+".join((task, *tasks)),
+        "task": task,
         "fraction": fraction,
         "records": records,
         "wall_s": round(wall, 3),
@@ -169,7 +159,9 @@ def run_spec(
     perturbations: tuple[dict[str, Any], ...] = (),
     tasks: tuple[str, ...] = (),
 ) -> Any:
-    """The run's validated config (a RunSpec): what one_run runs and the dry run of --check-estimate plans."""
+    """The run's validated config (a RunSpec) of task (and `tasks` beside it) at fraction of its set,
+    clean unless perturbations are given, with one null model per name in models: what one_run runs
+    and the dry run of --check-estimate plans."""
     from argus_eval.runner.config import parse_config
 
     names = (task, *tasks)
@@ -218,9 +210,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.one:
         kw = json.loads(args.one)
-        kw["models"], kw["perturbations"] = tuple(kw["models"]), tuple(kw["perturbations"])
-        kw["tasks"] = tuple(kw["tasks"])
-        print(json.dumps(one_run(cache=args.cache, sleep_ms=args.sleep_ms, batch=args.batch_size, **kw)))
+        spec = _spec_of(args, kw)
+        print(json.dumps(one_run(spec, "+".join((kw["task"], *kw["tasks"])), kw["fraction"])))
         return
     scale = 0.1 if args.quick else 1.0
     if args.check_estimate:
@@ -253,6 +244,12 @@ def main() -> None:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.sleep_ms == 0:
         _calibrate(args, rows, scale)
+
+
+def _spec_of(args: argparse.Namespace, kw: dict[str, Any]) -> Any:
+    """run_spec of a run's JSON-able arguments (as _fresh_run passes them) and the command's options."""
+    lists = {k: tuple(v) for k, v in kw.items() if isinstance(v, list)}
+    return run_spec(cache=args.cache, sleep_ms=args.sleep_ms, batch=args.batch_size, **{**kw, **lists})
 
 
 def _fresh_run(args: argparse.Namespace, **kw: Any) -> dict[str, Any]:
@@ -312,11 +309,7 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
         "perturbations": [{"preset": "default"}, {"preset": "controls"}],
     }
     write_coco(args.cache / "coco", COCO_IMAGES)
-    spec = run_spec(
-        cache=args.cache, sleep_ms=args.sleep_ms, batch=args.batch_size,
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in shape.items()},
-    )  # fmt: skip
-    cost = describe_plan(spec)[3]
+    cost = describe_plan(_spec_of(args, {"tasks": [], **shape}))[3]
     found = estimate(cost.records_by_task, corruptions=cost.corruptions)
     if found is None:
         raise SystemExit("no calibration for this machine: run `python benchmarks/bench_scale.py` first")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from answer_fixtures import parses_line
+from answer_fixtures import format_run_config, parses_line
 from argus_eval.data.types import Sample
 from argus_eval.models.zoo_store import CHECKPOINTS
 from argus_eval.runner.plan.cell_keys import cell_key
@@ -18,7 +18,6 @@ from argus_eval.scoring.options import ScoringOptions
 from argus_eval.scoring.scorecard import bootstrap_scorecard
 from argus_eval.scoring.types import CellData
 from argus_eval.tasks.answers import clean_generated, parses
-from model_fixtures import tiny_dir
 
 
 @pytest.mark.parametrize(
@@ -167,23 +166,7 @@ def test_a_pair_both_incomplete_and_withheld_is_held_once_and_listed_under_each_
 
 
 def _run_config(cache: Path, min_format_rate: float) -> dict[str, Any]:
-    shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 8,
-              "train_images": 8, "questions_per_image": 3}  # fmt: skip
-    return {
-        "name": "format",
-        "seed": 0,
-        "cache_dir": str(cache),
-        "models": [
-            {"name": "zoo", "spec": "zoo:gemma3", "device": "cpu", "batch_size": 8},
-            # random weights: its answers are strings of vocabulary words, rarely a yes/no, number or value
-            {"name": "random", "spec": f"hf:{tiny_dir('qwen2_5_vl')}", "device": "cpu", "batch_size": 8},
-        ],
-        "datasets": [{"name": "studio", **shapes}],
-        "tasks": ["reasoning"],
-        "perturbations": [],
-        "scoring": {"resamples": 200, "min_format_rate": min_format_rate},
-        "efficiency": {"enabled": False},
-    }
+    return format_run_config(cache, "format", 8, [], {"resamples": 200, "min_format_rate": min_format_rate})
 
 
 def test_a_run_reports_the_rate_and_withholds_the_claims_of_a_low_cell(tmp_path: Path) -> None:

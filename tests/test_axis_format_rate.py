@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from answer_fixtures import parses_line
+from answer_fixtures import format_run_config, parses_line
 from argus_eval.scoring.axis_registry import AXIS_REGISTRY, AxisInputs, AxisSpec, register_axis
 from argus_eval.scoring.types import AxisSeries
-from model_fixtures import tiny_dir
 
 F = "F"
 
@@ -41,22 +40,8 @@ def format_axis() -> Iterator[str]:
 
 
 def _config(cache: Path) -> dict[str, Any]:
-    shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 6,
-              "train_images": 6, "questions_per_image": 3}  # fmt: skip
-    return {
-        "name": "format-axis",
-        "seed": 0,
-        "cache_dir": str(cache),
-        "models": [
-            {"name": "zoo", "spec": "zoo:gemma3", "device": "cpu", "batch_size": 8},
-            {"name": "random", "spec": f"hf:{tiny_dir('qwen2_5_vl')}", "device": "cpu", "batch_size": 8},
-        ],
-        "datasets": [{"name": "studio", **shapes}],
-        "tasks": ["reasoning"],
-        "perturbations": [{"text": "typos", "severity": 2}],
-        "scoring": {"resamples": 20},
-        "efficiency": {"enabled": False},
-    }
+    typos = [{"text": "typos", "severity": 2}]
+    return format_run_config(cache, "format-axis", 6, typos, {"resamples": 20})
 
 
 def test_an_axis_on_the_answer_format_rate_is_the_rate_counted_from_the_samples(
