@@ -14,6 +14,7 @@ from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from argus_eval.perturb.conditions import Condition, derive_seed
+from argus_eval.perturb.kinds import ConditionKind
 
 if TYPE_CHECKING:
     from argus_eval.data.images import ImageArray
@@ -39,15 +40,23 @@ def shown_image(image: ImageArray, sample_id: str, condition: Condition, run_see
     return condition.apply_image(image, image_seed(run_seed, sample_id, condition))
 
 
+def _keeps_texts(condition: Condition) -> bool:
+    """Whether the condition's kind leaves every text as it is: it keeps the base apply_text, so no
+    seed need be derived (a sha256 per text: samples.jsonl asks for each of a run's lines)."""
+    return type(condition.behaviour).apply_text is ConditionKind.apply_text
+
+
 def shown_question(question: str | None, sample_id: str, condition: Condition, run_seed: int) -> str | None:
     """The question a model is asked of sample_id under condition (None when the sample has none)."""
-    if question is None:
-        return None
+    if question is None or _keeps_texts(condition):
+        return question
     return condition.apply_text(question, question_seed(run_seed, sample_id, condition))
 
 
 def shown_texts(texts: Sequence[str], sample_id: str, condition: Condition, run_seed: int) -> tuple[str, ...]:
     """A sample's texts (queries, or references a task lets a condition change) under condition."""
+    if _keeps_texts(condition):
+        return tuple(texts)
     return tuple(
         condition.apply_text(t, text_seed(run_seed, sample_id, i, condition)) for i, t in enumerate(texts)
     )
