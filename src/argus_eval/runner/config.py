@@ -105,6 +105,12 @@ class RunConfig(BaseModel):
         "(local executor); None: one per available core, at most 8. More than the cores is clipped, with "
         "a note.",
     )
+    input_processes: bool = Field(
+        default=True,
+        description="compute corruptions in one worker process per input worker when there are 2 or "
+        "more (local executor): the corruption code holds a lock in threads; false keeps them in threads. "
+        "Equal bit for bit either way.",
+    )
     executor_options: dict[str, Any] = Field(default_factory=dict)
     cache_dir: Path | None = Field(default=None, description="Where generated data is cached.")
     data_root: Path | None = Field(
@@ -156,6 +162,7 @@ class RunConfig(BaseModel):
             cache_dir=self.cache_dir,
             threads=self.threads,
             workers=self.workers,
+            input_processes=self.input_processes,
             written=self,
         )
 
@@ -203,6 +210,7 @@ class RunSpec(BaseModel):
     written: RunConfig
     threads: int | None = None  # torch CPU threads asked for (runner/threads.py clips them to the cores)
     workers: int | None = None  # input threads asked for (runner/execute/local.py; clipped likewise)
+    input_processes: bool = True  # corruptions in worker processes when there are 2+ input workers
 
 
 def _check_task_keys(models: Sequence[ModelConfig]) -> None:

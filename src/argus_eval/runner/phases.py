@@ -76,7 +76,9 @@ def start(
     given, resolved = out_dir, prepare_out_dir(out_dir)  # a symlinked --out: resolved once
     # timing trials follow: small models stay loaded from their last batch into them (pool.PARK_BYTES)
     pool = ModelPool(loader, PARK_BYTES if cfg.efficiency.enabled else 0)
-    threads = plan_threads(cfg.threads, cfg.efficiency.cpu_threads, workers=cfg.workers)
+    threads = plan_threads(
+        cfg.threads, cfg.efficiency.cpu_threads, workers=cfg.workers, processes=cfg.input_processes
+    )
     return RunState(cfg, given, resolved, strict, quiet, retry_failed, reports, pool, threads)
 
 
@@ -112,6 +114,7 @@ def execute(s: RunState) -> None:
         s.quiet,
         options=cfg.executor_options,
         workers=s.threads.workers,
+        processes=s.threads.processes,
     )
     s.stats = s.executor(request)
     require_cells(s.plan)  # every cell may have been left out at run time (inputs missing)

@@ -151,6 +151,7 @@ class ThreadPlan:
     timing: int | None  # torch threads while timing (efficiency.cpu_threads, clipped); None: intra_op
     notes: tuple[str, ...] = ()  # the requests that were clipped, and to what
     workers: int = 1  # threads preparing the next batches' inputs (runner/execute/local.py)
+    processes: int = 0  # worker processes computing corruptions for them (0: in the threads)
 
     def to_json(self) -> dict[str, object]:
         """The manifest's record: cores found and from where, threads chosen, the OpenMP wait policy."""
@@ -190,10 +191,12 @@ def plan_threads(
     timing: int | None = None,
     cores: Cores | None = None,
     workers: int | None = None,
+    processes: bool = True,
 ) -> ThreadPlan:
     """The run's torch threads: `requested` (the config's threads) and `timing` (efficiency.cpu_threads)
     clipped to the available cores, and its input workers (`workers`, or one per core up to
-    MAX_INPUT_WORKERS)."""
+    MAX_INPUT_WORKERS), with as many corruption processes when `processes` and there are 2 or more
+    (one worker gains nothing from a process but the cost of sending it the images)."""
     cores = cores or available_cores()
     intra, note = fit(requested, cores, "threads")
     timed, timing_note = (None, None) if timing is None else fit(timing, cores, "efficiency.cpu_threads")
@@ -202,7 +205,8 @@ def plan_threads(
     else:
         inputs, workers_note = fit(workers, cores, "workers")
     notes = tuple(n for n in (note, timing_note, workers_note) if n is not None)
-    return ThreadPlan(cores, intra, 1, requested, timed, notes, inputs)
+    procs = inputs if processes and inputs >= 2 else 0
+    return ThreadPlan(cores, intra, 1, requested, timed, notes, inputs, procs)
 
 
 class TorchThreads:

@@ -37,6 +37,7 @@ class ExecutionRequest:
     on_model_done: Callable[[ModelConfig, Model], None] | None = None
     options: ExecutorOptions = field(default_factory=ExecutorOptions)
     workers: int = 1  # threads preparing the next batches' inputs while the model runs (local executor)
+    processes: int = 0  # worker processes computing those threads' corruptions (local executor; 0: none)
 
 
 class Executor(Protocol):

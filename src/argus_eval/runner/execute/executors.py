@@ -54,7 +54,9 @@ class ExecutorEntry:
 def local_executor(request: ExecutionRequest) -> ExecStats:
     """Run in this process, one model at a time, in fixed batches."""
     r = request
-    return execute(r.plan, r.store, r.pool, r.run_seed, r.strict, r.quiet, r.on_model_done, r.workers)
+    return execute(
+        r.plan, r.store, r.pool, r.run_seed, r.strict, r.quiet, r.on_model_done, r.workers, r.processes
+    )
 
 
 EXECUTORS: Registry[ExecutorEntry] = Registry(

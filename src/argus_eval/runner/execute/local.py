@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import view
+from argus_eval.perturb.parallel import CorruptionProcesses
 from argus_eval.runner.execute.ahead import Ahead, window
 from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
 from argus_eval.runner.execute.stamps import input_stamps, pending
@@ -341,21 +342,25 @@ def execute(
     quiet: bool = False,
     on_model_done: Callable[[ModelConfig, Model], None] | None = None,
     workers: int = 1,
+    processes: int = 0,
 ) -> ExecStats:
     """Run every batch of the plan that the store does not already hold.
 
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
     profile it while its weights are loaded). workers: threads that prepare a local model's next
-    batches (decode, perturb) while it runs the current one."""
+    batches (decode, perturb) while it runs the current one; processes: worker processes that compute
+    their corruptions (perturb/parallel.py; 0: in the threads)."""
     stats = ExecStats()
     # this run's images, swap partners, galleries and features (kept in the store where cheap)
     # perturbed images are kept beside the store, so a model planned after the memory moved on, or a
     # rerun adding a model, reads them back instead of corrupting every image again
-    images = ImageCache(disk=PerturbedStore(store.path.parent / "perturbed"))
+    corruptor = CorruptionProcesses(processes) if processes > 0 else None
+    images = ImageCache(disk=PerturbedStore(store.path.parent / "perturbed"), processes=corruptor)
     ctx = ExecutionContext(images=images, features=StoredFeatures(store))
     todo, stamps = _todo(plan, store, run_seed, ctx, stats)
     total = sum(len(w) for _, _, w in todo)
     with (
+        closing(corruptor) if corruptor is not None else nullcontext(),  # after the threads stop
         _progress(quiet, total) as progress,
         closing(Ahead[list[Record]]()) as ahead,
         closing(Ahead[Inputs](workers, "argus-inputs")) as prefetch,

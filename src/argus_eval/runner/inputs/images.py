@@ -15,6 +15,7 @@ from argus_eval.data.paths import InsideRoot
 from argus_eval.errors import PerturbationError, SampleError
 from argus_eval.models.fingerprint import file_digest
 from argus_eval.perturb.conditions import Condition
+from argus_eval.perturb.parallel import CorruptionProcesses
 from argus_eval.runner.inputs.perturbed_store import PerturbedStore
 
 # (path, mtime, size, condition or None for the decoded file, seed). No sample id: every question of
@@ -38,11 +39,19 @@ class ImageCache:
     A file is decoded once for all its conditions; a condition that leaves the pixels as they are
     (clean, text, swap) shares the decoded image instead of storing a copy. With a disk store, an
     image a kind makes from its source (a corruption) is also kept there by the file's content, so a
-    model planned after the memory has moved on, a rerun, or a run that adds a model reads it back."""
+    model planned after the memory has moved on, a rerun, or a run that adds a model reads it back.
+    With `processes`, corruptions are computed in worker processes (perturb/parallel.py), equal bit for
+    bit; the calling thread waits for its image there, so the run's input threads keep them busy."""
 
-    def __init__(self, max_bytes: int = 256 * 2**20, disk: PerturbedStore | None = None) -> None:
+    def __init__(
+        self,
+        max_bytes: int = 256 * 2**20,
+        disk: PerturbedStore | None = None,
+        processes: CorruptionProcesses | None = None,
+    ) -> None:
         self.max_bytes = max_bytes
         self.disk = disk
+        self.processes = processes
         self.counts = InputCounts()
         self._items: OrderedDict[_Key, ImageArray] = OrderedDict()
         self._bytes = 0
@@ -77,7 +86,10 @@ class ImageCache:
             if read is not None:
                 return read, True
         decoded = self._once((path, *stamp, None, 0), lambda: (self._decode(path, sample_id), True))
-        image = condition.apply_image(decoded, seed)
+        if self.processes is not None and condition.shows_perturbed_image:
+            image = self.processes.apply(condition, decoded, seed)
+        else:
+            image = condition.apply_image(decoded, seed)
         if image is decoded:
             return decoded, False  # clean, text, swap: the decoded file itself, kept once
         with self._lock:
@@ -161,6 +173,8 @@ class ImageCache:
             d = self.disk.counts
             out |= {"read_disk": d.read, "written_disk": d.written, "corrupt": d.corrupt}
             out |= {"write_failed": d.write_failed, "over_budget": d.over_budget}
+        if self.processes is not None:
+            out |= self.processes.to_json()
         return out
 
 
