@@ -21,6 +21,7 @@ _PACKAGES = (
     "transformers",
     "tokenizers",
     "pillow",
+    "simplejpeg",
     "pydantic",
     "pycocoevalcap",
     "imagecorruptions-imaug",
