@@ -39,7 +39,9 @@ def decode(im: Image.Image) -> NDArray[np.uint8] | None:
     im: an image PIL has opened but not loaded (its file handle at any position)."""
     if not _eligible(im) or not agrees():
         return None
-    fp: Any = im.fp
+    fp: Any = getattr(im, "fp", None)  # an ImageFile's open file
+    if fp is None:
+        return None
     try:
         fp.seek(0)
         data = fp.read()
@@ -55,7 +57,7 @@ def decode(im: Image.Image) -> NDArray[np.uint8] | None:
 def _eligible(im: Image.Image) -> bool:
     if _simplejpeg is None or im.format != "JPEG" or im.mode != "RGB" or "adobe" in im.info:
         return False
-    return im.getexif().get(_ORIENTATION, 1) == 1
+    return bool(im.getexif().get(_ORIENTATION, 1) == 1)
 
 
 def _decode_bytes(data: bytes) -> NDArray[np.uint8] | None:
