@@ -47,8 +47,7 @@ def _photo(h: int, w: int, seed: int) -> np.ndarray:
 def test_fast_decode_equals_pil(tmp_path: Path, size: tuple[int, int], options: dict[str, object]) -> None:
     path = tmp_path / "x.jpg"
     Image.fromarray(_photo(*size, seed=size[0])).save(path, "JPEG", **options)
-    with Image.open(path) as im:
-        fast = jpeg.decode(im)
+    fast = jpeg.decode(path.read_bytes())
     assert fast is not None, "a plain RGB JPEG takes the fast path"
     assert not fast.flags.writeable  # as PIL's array: a cached decode cannot be changed in place
     got = images.load_image(path)
@@ -65,8 +64,7 @@ def test_what_pil_must_decode_goes_to_pil(tmp_path: Path) -> None:
     exif[0x0112] = 6  # rotate 90 degrees on display
     Image.fromarray(arr).save(rotated, "JPEG", exif=exif)
     for path in (gray, cmyk, rotated):
-        with Image.open(path) as im:
-            assert jpeg.decode(im) is None, path.name
+        assert jpeg.decode(path.read_bytes()) is None, path.name
         np.testing.assert_array_equal(images.load_image(path), _pil_pixels(path))
     assert images.load_image(rotated).shape == (80, 60, 3)  # the orientation still applied
 
@@ -108,9 +106,49 @@ def test_a_decoder_that_disagrees_is_never_used(monkeypatch: pytest.MonkeyPatch,
         assert not jpeg.agrees()
         path = tmp_path / "x.jpg"
         Image.fromarray(_photo(48, 64, 3)).save(path, "JPEG")
-        with Image.open(path) as im:
-            assert jpeg.decode(im) is None
+        assert jpeg.decode(path.read_bytes()) is None
     finally:
         jpeg.agrees.cache_clear()
     monkeypatch.undo()
     assert jpeg.agrees()
+
+
+def test_exif_without_a_turn_stays_fast_and_xmp_orientation_goes_to_pil(tmp_path: Path) -> None:
+    arr = _photo(40, 70, 4)
+    upright, xmp = tmp_path / "u.jpg", tmp_path / "x.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 1
+    exif[0x010F] = "camera"
+    Image.fromarray(arr).save(upright, "JPEG", exif=exif)
+    assert jpeg.decode(upright.read_bytes()) is not None
+    np.testing.assert_array_equal(images.load_image(upright), _pil_pixels(upright))
+    packet = (
+        b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+        b'<rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="3"/>'
+        b"</rdf:RDF></x:xmpmeta>"
+    )
+    Image.fromarray(arr).save(xmp, "JPEG", xmp=packet)
+    assert jpeg.decode(xmp.read_bytes()) is None
+    np.testing.assert_array_equal(images.load_image(xmp), _pil_pixels(xmp))
+
+
+def test_the_bomb_limit_is_pils(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.jpg"
+    Image.fromarray(_photo(100, 100, 5)).save(path, "JPEG")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 4000)
+    assert jpeg.decode(path.read_bytes()) is None
+    with pytest.raises(SampleError, match="too large to decode safely"):
+        images.load_image(path, "s1")
+
+
+def test_read_image_hands_back_the_bytes_it_read(tmp_path: Path) -> None:
+    arr = _photo(30, 40, 6)
+    j, p = tmp_path / "a.jpg", tmp_path / "a.png"
+    Image.fromarray(arr).save(j, "JPEG")
+    Image.fromarray(arr).save(p, "PNG")
+    image, data = images.read_image(j)
+    assert data == j.read_bytes()
+    np.testing.assert_array_equal(image, _pil_pixels(j))
+    image, data = images.read_image(p)
+    assert data is None
+    np.testing.assert_array_equal(image, arr)

@@ -32,18 +32,26 @@ def load_image(path: Path, sample_id: str = "?") -> ImageArray:
 
     Raises SampleError naming the sample and file when the file is missing, unreadable, not an image,
     or larger than PIL's decompression-bomb limit (PIL.Image.MAX_IMAGE_PIXELS)."""
+    return read_image(path, sample_id)[0]
+
+
+def read_image(path: Path, sample_id: str = "?") -> tuple[ImageArray, bytes | None]:
+    """load_image's image, and the file's bytes where they were read whole (a JPEG, decoded from them),
+    so that a caller who digests the file need not read it again; None where PIL read the file."""
+    data: bytes | None = None
     try:
+        data = _jpeg_bytes(path)
+        fast = None if data is None else jpeg.decode(data)  # the same pixels, a third of the cost
+        if fast is not None:
+            return fast, data
         with warnings.catch_warnings():
             # Above MAX_IMAGE_PIXELS PIL only warns, then decodes hundreds of MB: refuse it instead.
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:
-                fast = jpeg.decode(im)  # a plain JPEG: the same pixels, a third of the cost
-                if fast is not None:
-                    return fast
                 im.load()
                 # in place: otherwise an image without an orientation tag is copied whole for nothing
                 ImageOps.exif_transpose(im, in_place=True)
-                return to_rgb_uint8(_pixels(im), min_side=1)
+                return to_rgb_uint8(_pixels(im), min_side=1), data
     except FileNotFoundError:
         raise SampleError(f"sample {sample_id}: image file {path} not found") from None
     except PermissionError:
@@ -56,6 +64,15 @@ def load_image(path: Path, sample_id: str = "?") -> ImageArray:
         ) from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
         raise SampleError(f"sample {sample_id}: image {path} failed to decode ({e})") from None
+
+
+def _jpeg_bytes(path: Path) -> bytes | None:
+    """The whole file when it starts as a JPEG and the fast decoder can be used here, else None."""
+    if not jpeg.available():
+        return None
+    with path.open("rb") as f:
+        head = f.read(len(jpeg.MAGIC))
+        return head + f.read() if head == jpeg.MAGIC else None
 
 
 def _pixels(im: Image.Image) -> np.ndarray:

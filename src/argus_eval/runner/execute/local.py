@@ -31,7 +31,7 @@ from argus_eval.perturb import view
 from argus_eval.perturb.parallel import CorruptionProcesses
 from argus_eval.runner.execute.ahead import Ahead, window
 from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
-from argus_eval.runner.execute.stamps import input_stamps, pending
+from argus_eval.runner.execute.stamps import CellStamps, pending
 from argus_eval.runner.execute.usage import attach_usage
 from argus_eval.runner.inputs.context import ExecutionContext
 from argus_eval.runner.inputs.feature_store import StoredFeatures
@@ -196,14 +196,14 @@ Todo = tuple[Cell, list[int], set[int]]
 
 def _todo(
     plan: Plan, store: Store, run_seed: int, ctx: ExecutionContext, stats: ExecStats
-) -> tuple[list[Todo], dict[str, dict[str, str]]]:
+) -> tuple[list[Todo], dict[str, CellStamps]]:
     """Every fixed batch holding a position the store lacks (or holds stale, or failed when retried),
     in plan order, and each cell's input stamps; stale and retried records are counted in stats."""
     todo: list[Todo] = []
-    stamps: dict[str, dict[str, str]] = {}
+    stamps: dict[str, CellStamps] = {}
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
-        stamps[cell.key] = input_stamps(cell, run_seed, swap_partners(cell, run_seed, ctx.partners))
+        stamps[cell.key] = CellStamps(cell, run_seed, swap_partners(cell, run_seed, ctx.partners))
         due = pending(cell, store, stamps[cell.key], plan.retry_failed)
         stats.stale += due.stale
         stats.retried += due.retried
@@ -237,7 +237,7 @@ class _Batches:
     strict: bool
     ctx: ExecutionContext
     todo: list[Todo]
-    stamps: dict[str, dict[str, str]]
+    stamps: dict[str, CellStamps]
     stats: ExecStats
     workers: int  # threads that prepare a local model's next batches
     ahead: Ahead[list[Record]]
@@ -282,10 +282,17 @@ class _Batches:
 
         def work(j: int) -> list[Record]:
             c, p, w = self.todo[j]
-            return rerun_in_batch(c, model, p, w, self.run_seed, self.ctx, helpers)
+            out = rerun_in_batch(c, model, p, w, self.run_seed, self.ctx, helpers)
+            self.stamps[c.key].warm(r.sample_id for r in out)
+            return out
 
         def inputs_of(j: int) -> Inputs:
-            return prepare_batch(self.todo[j][0], self.todo[j][1], self.run_seed, self.ctx)
+            c, p, _ = self.todo[j]
+            ready = prepare_batch(c, p, self.run_seed, self.ctx)
+            # its files were just read to decode them: their stamps cost no read, here and not on the
+            # model's thread
+            self.stamps[c.key].warm(c.samples[i].sample_id for i in p)
+            return ready
 
         width = window([model, *helpers], len(pos))
         # a served model's next batches go out while this one is in flight (runner/execute/ahead.py); a

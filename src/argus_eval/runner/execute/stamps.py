@@ -6,77 +6,74 @@ record whose stamp differs from the current one is recomputed (and counted) inst
 
 An image enters its stamp by its content's digest, never its path or modification time, so a run folder
 and its data copied elsewhere (new absolute paths, new times) rerun with no model call. Each file is
-read for it once per process (memoised on path, size and mtime; models/fingerprint.file_digest).
+read for it once per process (memoised on path, size and mtime: runner/inputs/digests.py), and a file
+the image cache decodes is digested from the bytes it read.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from argus_eval.data.types import Sample, fingerprint_of
-from argus_eval.models.fingerprint import sha256_file
+from argus_eval.runner.inputs.digests import digest, digest_all
 from argus_eval.runner.plan.plan import Cell
 from argus_eval.runner.store import Store
 
-# (path, size, mtime) -> content digest: a stat per distinct file and cell, and a read per file
-_digests: dict[tuple[str, int, int], str] = {}
-# Files hashed at once: reading and sha256 release the GIL, and COCO's 5,000 images are 250 MB to read.
-_HASH_THREADS = min(4, os.cpu_count() or 1)
 
+class CellStamps(Mapping[str, str]):
+    """A cell's input stamps (sample id -> digest of its image file's content, its swap partner's, and
+    the run seed when the condition uses it), each made when first asked for.
 
-def _hashed(path: Path) -> str | None:
-    try:
-        return sha256_file(path)
-    except OSError:
-        return None
+    Why lazy: a cell the store holds nothing of needs no stamp to know it is all to do, so its files
+    are digested by the input threads that read them to decode anyway (warm), ahead of the model, and
+    not all at once before its first batch. A rerun, which compares stamps, makes them all first
+    (fill), on a few threads."""
 
+    def __init__(self, cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> None:
+        self._seed = run_seed if cell.condition.uses_seed else None
 
-def _file_stamps(paths: set[Path]) -> dict[Path, str | None]:
-    """Each file's content digest (None when it is missing or unreadable: prepare() names it, and a
-    later fix changes the stamp); files not seen before in this process are hashed on a few threads."""
-    out: dict[Path, str | None] = {}
-    todo: dict[Path, tuple[str, int, int]] = {}
-    for path in paths:
-        try:
-            st = path.stat()
-        except OSError:
-            out[path] = None
-            continue
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        hit = _digests.get(key)
+        def path_of(s: Sample | None) -> Path | None:
+            return None if s is None or s.image is None else cell.dataset.image_path(s)
+
+        self._own = {s.sample_id: path_of(s) for s in cell.samples}
+        self._other = {s.sample_id: path_of(partners.get(s.sample_id)) for s in cell.samples}
+        self._made: dict[str, str] = {}
+
+    def __getitem__(self, sample_id: str) -> str:
+        hit = self._made.get(sample_id)
         if hit is None:
-            todo[path] = key
-        else:
-            out[path] = hit
-    if todo:
-        with ThreadPoolExecutor(_HASH_THREADS, thread_name_prefix="argus-stamps") as pool:
-            for path, digest in zip(todo, pool.map(_hashed, todo), strict=True):
-                out[path] = digest
-                if digest is not None:
-                    _digests[todo[path]] = digest
-    return out
+            own, other = self._own[sample_id], self._other[sample_id]
+            hit = fingerprint_of(
+                None if own is None else digest(own), None if other is None else digest(other), self._seed
+            )
+            self._made[sample_id] = hit  # the same value whichever thread stores it
+        return hit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._own)
+
+    def __len__(self) -> int:
+        return len(self._own)
+
+    def warm(self, sample_ids: Iterable[str]) -> None:
+        """Make these samples' stamps now (an input thread, after decoding their files)."""
+        for sid in sample_ids:
+            self[sid]
+
+    def fill(self) -> CellStamps:
+        """Make every stamp, reading the files not digested yet on a few threads."""
+        paths = {p for p in (*self._own.values(), *self._other.values()) if p is not None}
+        digest_all(paths)
+        for sid in self._own:
+            self[sid]
+        return self
 
 
-def input_stamps(cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> dict[str, str]:
-    """sample id -> digest of its image file's content, its swap partner's, and the run seed when the
-    condition uses it."""
-    seed = run_seed if cell.condition.uses_seed else None
-
-    def path_of(s: Sample | None) -> Path | None:
-        return None if s is None or s.image is None else cell.dataset.image_path(s)
-
-    own = {s.sample_id: path_of(s) for s in cell.samples}
-    other = {s.sample_id: path_of(partners.get(s.sample_id)) for s in cell.samples}
-    found = _file_stamps({p for p in (*own.values(), *other.values()) if p is not None})
-
-    def stamp(path: Path | None) -> str | None:
-        return None if path is None else found[path]
-
-    return {sid: fingerprint_of(stamp(own[sid]), stamp(other[sid]), seed) for sid in own}
+def input_stamps(cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> CellStamps:
+    """Every stamp of the cell, made now (CellStamps(...).fill())."""
+    return CellStamps(cell, run_seed, partners).fill()
 
 
 @dataclass
@@ -91,6 +88,8 @@ class Pending:
 def pending(cell: Cell, store: Store, stamps: Mapping[str, str], retry_failed: bool) -> Pending:
     """Positions of samples with no record, a stale record, or (when retrying) a failed one."""
     states = store.states(cell.key)
+    if states and isinstance(stamps, CellStamps):
+        stamps.fill()  # compared below: made together, on threads, rather than one by one
     out = Pending()
     for i, s in enumerate(cell.samples):
         state = states.get(s.sample_id)

@@ -10,12 +10,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from argus_eval.data.images import ImageArray, load_image
+from argus_eval.data.images import ImageArray, read_image
 from argus_eval.data.paths import InsideRoot
 from argus_eval.errors import PerturbationError, SampleError
 from argus_eval.models.fingerprint import file_digest
 from argus_eval.perturb.conditions import Condition
 from argus_eval.perturb.parallel import CorruptionProcesses
+from argus_eval.runner.inputs import digests
 from argus_eval.runner.inputs.perturbed_store import PerturbedStore
 
 # (path, mtime, size, condition or None for the decoded file, seed). No sample id: every question of
@@ -85,7 +86,7 @@ class ImageCache:
             read = self.disk.get(disk_key) if disk_key else None
             if read is not None:
                 return read, True
-        decoded = self._once((path, *stamp, None, 0), lambda: (self._decode(path, sample_id), True))
+        decoded = self._once((path, *stamp, None, 0), lambda: (self._decode(path, stamp, sample_id), True))
         if self.processes is not None and condition.shows_perturbed_image:
             image = self.processes.apply(condition, decoded, seed)
         else:
@@ -101,8 +102,10 @@ class ImageCache:
             self.disk.put(disk_key, image)
         return image, True
 
-    def _decode(self, path: Path, sample_id: str) -> ImageArray:
-        image = load_image(path, sample_id)
+    def _decode(self, path: Path, stamp: tuple[int, int], sample_id: str) -> ImageArray:
+        image, data = read_image(path, sample_id)
+        if data is not None and stamp[0] >= 0:
+            digests.note(path, stamp[1], stamp[0], data)  # the input stamp needs no second read
         with self._lock:
             self.counts.decoded += 1
         return image

@@ -64,7 +64,7 @@ def plan_shards(
     out: list[Shard] = []
     for cell in plan.cells:
         store.describe_cell(cell.key, cell.describe())
-        stamps = input_stamps(cell, seed, swap_partners(cell, seed))
+        stamps = dict(input_stamps(cell, seed, swap_partners(cell, seed)))  # shipped to the workers
         due = pending(cell, store, stamps, plan.retry_failed)
         if stats is not None:
             stats.stale += due.stale
