@@ -28,7 +28,7 @@ from argus_eval.models.protocols import Model
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb import view
-from argus_eval.perturb.parallel import CorruptionProcesses
+from argus_eval.perturb.processes import CorruptionProcesses
 from argus_eval.runner.execute.ahead import Ahead, window
 from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
 from argus_eval.runner.execute.stamps import CellStamps, pending
@@ -356,7 +356,7 @@ def execute(
     on_model_done(cfg, model) runs after a model's last batch, before it is released (e.g. to
     profile it while its weights are loaded). workers: threads that prepare a local model's next
     batches (decode, perturb) while it runs the current one; processes: worker processes that compute
-    their corruptions (perturb/parallel.py; 0: in the threads)."""
+    their corruptions (perturb/processes.py; 0: in the threads)."""
     stats = ExecStats()
     # this run's images, swap partners, galleries and features (kept in the store where cheap)
     # perturbed images are kept beside the store, so a model planned after the memory moved on, or a

@@ -15,7 +15,7 @@ from argus_eval.data.paths import InsideRoot
 from argus_eval.errors import PerturbationError, SampleError
 from argus_eval.models.fingerprint import file_digest
 from argus_eval.perturb.conditions import Condition
-from argus_eval.perturb.parallel import CorruptionProcesses
+from argus_eval.perturb.processes import CorruptionProcesses
 from argus_eval.runner.inputs import digests
 from argus_eval.runner.inputs.perturbed_store import PerturbedStore
 
@@ -41,7 +41,7 @@ class ImageCache:
     (clean, text, swap) shares the decoded image instead of storing a copy. With a disk store, an
     image a kind makes from its source (a corruption) is also kept there by the file's content, so a
     model planned after the memory has moved on, a rerun, or a run that adds a model reads it back.
-    With `processes`, corruptions are computed in worker processes (perturb/parallel.py), equal bit for
+    With `processes`, corruptions are computed in worker processes (perturb/processes.py), equal bit for
     bit; the calling thread waits for its image there, so the run's input threads keep them busy."""
 
     def __init__(

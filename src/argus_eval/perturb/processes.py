@@ -1,0 +1,263 @@
+"""A run's corruptions computed in worker processes on behalf of its input threads, equal to the serial
+path bit for bit (CorruptionProcesses; each worker is a perturb/worker_process.py handle).
+
+A module of its own, above conditions.py and image.py, so that neither imports the other at run time.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import warnings
+from contextlib import suppress
+from enum import Enum
+from queue import Empty, LifoQueue
+from typing import Any, cast
+
+import numpy as np
+
+from argus_eval.errors import ArgusError, PerturbationError
+from argus_eval.perturb.conditions import Condition
+from argus_eval.perturb.worker import Frame, encode
+from argus_eval.perturb.worker_process import (
+    WorkerLost,
+    WorkerNotStarted,
+    WorkerProcess,
+    WorkerTraceback,
+)
+
+_DIED = (
+    "a worker process died while applying {cid} (killed, or out of memory) and again when it was "
+    "retried alone; this sample failed on its own: rerun to complete it, or set input_processes: false"
+)
+
+
+class CorruptionWorkerWarning(UserWarning):
+    """The corruption worker processes could not start: the run computes its corruptions in its threads."""
+
+
+class _Slot(Enum):
+    EMPTY = "a worker not started yet (started by the thread that takes it)"
+    SHUT = "closed, or workers cannot start: apply in the calling thread (put back for the next waiter)"
+
+
+class CorruptionProcesses:
+    """A run's corruptions computed in worker processes, on behalf of its input threads.
+
+    Why processes: the ImageNet-C code draws from NumPy's global random state, so in threads every
+    seeded corruption holds one lock (perturb/image.py) and two cores did the work of 1.3. Each worker
+    has its own state, seeded per call as in the serial path, so the pixels are the same bit for bit.
+    A worker is `python -m argus_eval.perturb.worker` (perturb/worker.py), not a multiprocessing one, so
+    it never imports the caller's __main__: a script without a main guard works. A calling thread takes
+    an idle worker, sends it one job over its pipe and gives it back with the reply. Workers start at the
+    first corruptions that need them, up to `processes` (a run with none pays nothing), each with one
+    BLAS/OpenMP thread. A kind that cannot be pickled, or not loaded in a worker (defined in __main__ or
+    inside a function), is applied in the calling thread, as without workers; what a kind raises in a
+    worker is raised in the caller. A worker that dies fails only what it was computing: that job is
+    retried alone in a fresh worker, which then replaces the dead one, and a job that kills that one too
+    is a PerturbationError for its sample (a failure record, which a rerun retries). When no worker can
+    start, corruptions are computed in the calling threads (CorruptionWorkerWarning, once)."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes = max(1, processes)
+        self.deaths = 0  # workers that died holding a job (killed, or out of memory)
+        self.retried_alone = 0  # jobs run again alone in a fresh worker after theirs died
+        self.started = 0  # worker processes started
+        self.start_failures = 0  # workers that ended before they were ready
+        self.in_thread = 0  # corruptions applied in the calling thread (kinds that stay here, no workers)
+        self._lock = threading.Lock()
+        # idle workers and slots not started; LIFO, so that a warm worker is taken before a slot is started
+        self._idle: LifoQueue[WorkerProcess | _Slot] = LifoQueue()
+        for _ in range(self.processes):
+            self._idle.put(_Slot.EMPTY)
+        self._live: set[WorkerProcess] = set()  # started and not yet reaped, idle or held by a thread
+        self._local: set[str] = set()  # kinds applied in the calling thread
+        self._closed = False
+        self._cannot_start = False
+
+    def apply(self, condition: Condition, image: np.ndarray, seed: int) -> np.ndarray:
+        """condition's image made from image with seed, equal to condition.apply_image(image, seed)."""
+        if self._closed or self._cannot_start or condition.kind in self._local:
+            return self._here(condition, image, seed)
+        try:
+            job = encode((condition.behaviour, condition, image, seed))
+        except Exception:  # pickling runs the kind's own __reduce__: any failure keeps the kind here
+            return self._here(condition, image, seed, stays=True)
+        worker = self._take()
+        if worker is None:
+            return self._here(condition, image, seed)
+        reply: tuple[str, Any] | None
+        try:
+            reply = worker.call(job)
+        except WorkerNotStarted:
+            self._not_started(worker)
+            return self._here(condition, image, seed)
+        except WorkerLost:
+            reply = None
+        except BaseException:  # KeyboardInterrupt while it computes: its reply would answer the next job
+            self._abandon(worker)
+            raise
+        else:
+            self._give_back(worker)
+        if reply is None:
+            if not self._lost(worker):
+                return self._here(condition, image, seed)  # closed under it: the run is ending
+            reply = self._alone(condition, job)
+            if reply is None:
+                return self._here(condition, image, seed)
+        return self._result(reply, condition, image, seed)
+
+    def _here(self, condition: Condition, image: np.ndarray, seed: int, stays: bool = False) -> np.ndarray:
+        with self._lock:
+            self.in_thread += 1
+            if stays:
+                self._local.add(condition.kind)
+        return condition.apply_image(image, seed)
+
+    def _result(
+        self, reply: tuple[str, Any], condition: Condition, image: np.ndarray, seed: int
+    ) -> np.ndarray:
+        status, payload = reply
+        if status == "ok":
+            return image if payload is None else cast(np.ndarray, payload)
+        if status == "raised":
+            blob, text = payload
+            try:
+                error = pickle.loads(blob) if blob is not None else None
+            except Exception:  # its class cannot be loaded here: the serial path raises it itself
+                error = None
+            if not isinstance(error, Exception):
+                return self._here(condition, image, seed)
+            if not isinstance(error, ArgusError):  # a kind's bug: show where in the worker it failed
+                error.__cause__ = WorkerTraceback(text)
+            raise error
+        return self._here(condition, image, seed, stays=True)  # "local": it cannot travel
+
+    def _take(self) -> WorkerProcess | None:
+        """An idle worker, one started in an empty slot, or None when closed or workers cannot start."""
+        item = self._idle.get()
+        if item is _Slot.SHUT:
+            self._idle.put(item)  # for the next waiting thread
+            return None
+        return self._start() if item is _Slot.EMPTY else item
+
+    def _start(self) -> WorkerProcess | None:
+        with self._lock:
+            if self._closed or self._cannot_start:
+                return None
+            try:
+                worker = WorkerProcess()
+            except OSError as e:  # no executable, no processes left
+                self._stop_starting(f"{type(e).__name__}: {e}")
+                return None
+            self._live.add(worker)
+            self.started += 1
+            return worker
+
+    def _not_started(self, worker: WorkerProcess) -> None:
+        how = worker.ended()
+        with self._lock:
+            self._live.discard(worker)
+            if not self._closed:  # else close() stopped it before it was ready
+                self._stop_starting(how)
+
+    def _stop_starting(self, why: str) -> None:
+        """Under the lock: no more workers; the calling threads compute every corruption from now on."""
+        self.start_failures += 1
+        if self._cannot_start:
+            return
+        self._cannot_start = True
+        self._idle.put(_Slot.SHUT)  # wakes the threads waiting for a worker
+        warnings.warn(
+            f"corruption worker processes could not start ({why}); the run computes its corruptions in "
+            "its input threads (equal, slower); set input_processes: false to not try",
+            CorruptionWorkerWarning,
+            stacklevel=4,
+        )
+
+    def _lost(self, worker: WorkerProcess) -> bool:
+        """Reap a worker that died holding a job; False when close() stopped it (no death then)."""
+        worker.reap()
+        with self._lock:
+            if self._closed:
+                return False
+            self._live.discard(worker)
+            self.deaths += 1
+            return True
+
+    def _alone(self, condition: Condition, job: Frame) -> tuple[str, Any] | None:
+        """job's reply from a fresh worker, which then takes the dead one's place; None when none can start
+        (or close() stopped it); PerturbationError when it dies too."""
+        fresh = self._start()
+        if fresh is None:
+            return None
+        with self._lock:
+            self.retried_alone += 1
+        try:
+            reply = fresh.call(job)
+        except WorkerNotStarted:
+            self._not_started(fresh)
+            return None
+        except WorkerLost:
+            reply = None
+        except BaseException:
+            self._abandon(fresh)
+            raise
+        if reply is not None:
+            self._give_back(fresh)
+            return reply
+        if not self._lost(fresh):
+            return None
+        with self._lock:
+            if not self._closed:
+                self._idle.put(_Slot.EMPTY)  # the next job starts a worker in its place
+        raise PerturbationError(f"{_DIED.format(cid=condition.id)} (it {fresh.ended()})")
+
+    def _abandon(self, worker: WorkerProcess) -> None:
+        """Kill a worker whose job was interrupted here, and free its slot for a fresh one."""
+        worker.kill()
+        worker.reap()
+        with self._lock:
+            if worker in self._live:
+                self._live.discard(worker)
+                self._idle.put(_Slot.EMPTY)
+
+    def _give_back(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.put(worker)
+                return
+        worker.reap()  # closed while it worked: it exits at the end of its stdin
+
+    def close(self) -> None:
+        """Stop every worker: an idle one at the end of its stdin, one still holding a job (the run is
+        ending) is killed and its thread computes that job itself. Later corruptions are computed in the
+        calling thread."""
+        with self._lock:
+            self._closed = True
+            workers, self._live = self._live, set()
+            idle: list[WorkerProcess] = []
+            with suppress(Empty):
+                while True:
+                    item = self._idle.get_nowait()
+                    if isinstance(item, WorkerProcess):
+                        idle.append(item)
+            self._idle.put(_Slot.SHUT)
+        for worker in idle:
+            worker.close_input()  # all at once: they exit together
+        for worker in workers.difference(idle):
+            worker.kill()
+        for worker in workers:
+            worker.reap()
+
+    def to_json(self) -> dict[str, int]:
+        """What run_log.json says of the workers."""
+        with self._lock:
+            return {
+                "processes": self.processes,
+                "workers_started": self.started,
+                "worker_deaths": self.deaths,
+                "retried_alone": self.retried_alone,
+                "start_failures": self.start_failures,
+                "applied_in_thread": self.in_thread,
+            }

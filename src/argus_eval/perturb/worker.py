@@ -1,0 +1,162 @@
+"""A corruption worker process (perturb/processes.py's CorruptionProcesses starts it) and the pipe protocol.
+
+Started as `python -m argus_eval.perturb.worker`, never by multiprocessing, so it never imports the
+caller's `__main__` (a script without an `if __name__ == "__main__":` guard works as it is). It reads
+jobs from its stdin and writes one reply per job to its stdout, one at a time, and exits at the end of
+its stdin: when the parent closes it, or dies.
+
+A frame is a header (the pickle's length, the number of out-of-band buffers, each buffer's length),
+the pickle (protocol 5) and the buffers: an image travels as its own bytes, without a copy into the
+pickle. A worker first writes HELLO and the frame ("ready", pid). A job is (kind, condition, image,
+seed); its reply is ("ok", image or None when the kind returned the image it was given), ("raised",
+(pickled exception or None, traceback text)), or ("local", why) when the job cannot be loaded or its
+image sent back here (the parent then applies that kind in its own thread).
+
+This module imports only the standard library at import time, so that a worker starts fast: the job's
+pickle imports the kind's module (and numpy) when it first arrives.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+from typing import IO, Any
+
+HELLO = b"argus-cw"  # a worker's first bytes: anything else on its stdout means it did not start as one
+_HEAD = struct.Struct("<QI")  # the pickle's length, the number of out-of-band buffers
+_LENGTH = struct.Struct("<Q")  # one buffer's length
+
+Frame = list[bytes | memoryview]  # what write_frame writes: the header and pickle, then each buffer
+
+
+def encode(obj: object) -> Frame:
+    """obj as one frame: its pickle (protocol 5) with the large buffers (an image's pixels) out of band."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    views = [b.raw() for b in buffers]
+    lengths = b"".join(_LENGTH.pack(v.nbytes) for v in views)
+    return [_HEAD.pack(len(data), len(views)) + lengths + data, *views]
+
+
+def write_frame(stream: IO[bytes], frame: Frame) -> None:
+    """Write a frame made by encode, then flush; OSError (BrokenPipeError) when the reader is gone."""
+    for part in frame:
+        stream.write(part)
+    stream.flush()
+
+
+def read_frame(stream: io.BufferedReader) -> tuple[bytearray, list[bytearray]]:
+    """The next frame's pickle and buffers; EOFError when the stream ends, at or within a frame."""
+    size, count = _HEAD.unpack(_read_exact(stream, _HEAD.size))
+    lengths = struct.unpack(f"<{count}Q", _read_exact(stream, _LENGTH.size * count)) if count else ()
+    data = _read_exact(stream, size)
+    return data, [_read_exact(stream, n) for n in lengths]
+
+
+def say_hello(stream: IO[bytes]) -> None:
+    """A worker's first words: HELLO, then ("ready", its pid)."""
+    stream.write(HELLO)
+    write_frame(stream, encode(("ready", os.getpid())))
+
+
+def read_hello(stream: io.BufferedReader) -> int:
+    """The worker's pid from its first words; EOFError when it ended or wrote anything else first (a
+    site hook printing to stdout as Python started, say)."""
+    first = stream.read(len(HELLO))
+    if first != HELLO:
+        raise EOFError(f"it wrote {bytes(first)!r} instead of its hello" if first else "it ended")
+    said = decode(*read_frame(stream))
+    if not (isinstance(said, tuple) and len(said) == 2 and said[0] == "ready"):
+        raise EOFError(f"it said {said!r} instead of that it was ready")
+    return int(said[1])
+
+
+def decode(data: bytearray, buffers: list[bytearray]) -> Any:
+    """The object a frame holds (arrays come back writable, on their own buffers)."""
+    return pickle.loads(data, buffers=buffers)
+
+
+def _read_exact(stream: io.BufferedReader, n: int) -> bytearray:
+    out = bytearray(n)
+    view = memoryview(out)
+    done = 0
+    while done < n:
+        got = stream.readinto(view[done:])
+        if not got:
+            raise EOFError(f"the stream ended {n - done} bytes before the end of a frame")
+        done += got
+    return out
+
+
+def _exception(e: Exception) -> tuple[bytes | None, str]:
+    """e pickled, or None when it does not come back from its pickle (its __init__ takes other
+    arguments than its args), with its traceback as text."""
+    text = "".join(traceback.format_exception(e))
+    try:
+        blob = pickle.dumps(e, protocol=5)
+        pickle.loads(blob)
+    except Exception:  # any failure of the round trip: the parent then applies the kind itself
+        return None, text
+    return blob, text
+
+
+def serve(data: bytearray, buffers: list[bytearray], registered: set[str]) -> tuple[str, object]:
+    """One job's reply. registered: the kinds this worker has checked its registry for."""
+    try:
+        behaviour, condition, image, seed = decode(data, buffers)
+    except Exception as e:  # a kind defined in the caller's __main__ or a function: not importable here
+        return "local", f"its job cannot be loaded in a worker ({type(e).__name__}: {e})"
+    try:
+        if condition.kind not in registered:
+            from argus_eval.perturb.kinds import CONDITION_KINDS, register_kind
+
+            if condition.kind not in CONDITION_KINDS.names():
+                register_kind(behaviour)  # registered at run time in the parent, not by an import or plugin
+            registered.add(condition.kind)
+        out = behaviour.apply_image(condition, image, seed)
+    except Exception as e:  # the kind's own failure: the parent raises it as the serial path would
+        return "raised", _exception(e)
+    return "ok", None if out is image else out
+
+
+def _protocol_streams() -> tuple[io.BufferedReader, io.BufferedWriter]:
+    """The pipes to the parent, moved off fds 0 and 1: a kind that prints (or a C library writing to fd 1)
+    then writes to stderr instead of into a frame, and one that reads stdin reads nothing."""
+    jobs, replies = os.dup(0), os.dup(1)  # dup'd fds are not inherited by a kind's own subprocesses
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return open(jobs, "rb"), open(replies, "wb")
+
+
+def main() -> int:
+    """Serve jobs from stdin until it ends; 0 then, or when the parent stops reading."""
+    # Ctrl+C in a terminal reaches the whole process group: the parent handles it and closes the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    jobs, replies = _protocol_streams()
+    try:
+        say_hello(replies)
+        registered: set[str] = set()
+        while True:
+            try:
+                data, buffers = read_frame(jobs)
+            except EOFError:
+                return 0  # the parent closed the pipe, or died
+            reply = serve(data, buffers, registered)
+            try:
+                frame = encode(reply)
+            except Exception as e:  # the kind returned something that cannot be pickled
+                frame = encode(("local", f"its image cannot be sent back ({type(e).__name__}: {e})"))
+            write_frame(replies, frame)
+    except OSError:  # BrokenPipeError: the parent is gone
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
