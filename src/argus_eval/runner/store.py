@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -57,10 +58,13 @@ class Store:
         self.path = path
         # kept region features found damaged and deleted (get_features), by reason: run_log.json
         self.features_rejected: dict[str, int] = {}
+        self._lock = threading.RLock()
         with writing(path.parent):
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+            # one connection shared by the run's threads (the executor writes batches from a writer
+            # thread): every statement and transaction holds self._lock (_writes)
+            self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -108,13 +112,15 @@ class Store:
 
     @contextmanager
     def _writes(self) -> Iterator[None]:
-        """Any SQLite failure inside: a full disk, a read-only folder, or a damaged file, named once."""
-        try:
-            yield
-        except sqlite3.OperationalError as e:
-            raise self._write_error(e) from None
-        except sqlite3.DatabaseError as e:
-            raise self._damaged(e) from None
+        """Any SQLite failure inside: a full disk, a read-only folder, or a damaged file, named once; the
+        connection is this thread's alone meanwhile (a transaction is never interleaved with another's)."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.OperationalError as e:
+                raise self._write_error(e) from None
+            except sqlite3.DatabaseError as e:
+                raise self._damaged(e) from None
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """Every row of a query, read inside the guard (a damaged page can fail mid-iteration)."""
@@ -122,7 +128,8 @@ class Store:
             return self._db.execute(sql, params).fetchall()
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def __enter__(self) -> Store:
         return self
@@ -272,7 +279,7 @@ class Store:
         return len(blob)
 
     def feature_bytes(self) -> int:
-        return int(self._db.execute("SELECT COALESCE(SUM(LENGTH(arrays)), 0) FROM features").fetchone()[0])
+        return int(self._rows("SELECT COALESCE(SUM(LENGTH(arrays)), 0) FROM features")[0][0])
 
     # --- scored parts (runner/score/score_cache.py): cell results and finish rows by content hash --------
     def get_scored(self, keys: Iterable[str]) -> dict[str, bytes]:

@@ -33,6 +33,7 @@ from argus_eval.runner.execute.ahead import Ahead, window
 from argus_eval.runner.execute.pool import LOAD_ERRORS, ModelPool
 from argus_eval.runner.execute.stamps import CellStamps, pending
 from argus_eval.runner.execute.usage import attach_usage
+from argus_eval.runner.execute.writer import BatchWriter
 from argus_eval.runner.inputs.context import ExecutionContext
 from argus_eval.runner.inputs.feature_store import StoredFeatures
 from argus_eval.runner.inputs.gallery import with_gallery
@@ -242,6 +243,7 @@ class _Batches:
     workers: int  # threads that prepare a local model's next batches
     ahead: Ahead[list[Record]]
     prefetch: Ahead[Inputs]
+    writer: BatchWriter
     left_out: set[str] = field(default_factory=set)  # cells whose inputs the task cannot use: plan.skipped
     dead: set[str] = field(default_factory=set)  # checkpoints that failed to load here (from a stored info)
     # every model a cell loads (its checkpoint and helpers) is done after the last batch that uses it
@@ -322,7 +324,7 @@ class _Batches:
         if failed and self.strict:
             raise StrictModeError(f"sample {failed[0].sample_id} failed ({failed[0].error}); --strict is set")
         if records:
-            self.store.write(cell.key, records, self.stamps[cell.key])
+            self.writer.write(cell.key, records, self.stamps[cell.key])
         self.stats.records_written += len(records)
         self.stats.failed += len(failed)
 
@@ -371,9 +373,10 @@ def execute(
         _progress(quiet, total) as progress,
         closing(Ahead[list[Record]]()) as ahead,
         closing(Ahead[Inputs](workers, "argus-inputs")) as prefetch,
+        closing(BatchWriter(store)) as writer,  # closed first: every record is stored before the rest
     ):
         loop = _Batches(
-            plan, store, pool, run_seed, strict, ctx, todo, stamps, stats, workers, ahead, prefetch
+            plan, store, pool, run_seed, strict, ctx, todo, stamps, stats, workers, ahead, prefetch, writer
         )
         bar = progress.add_task("evaluating", total=total)
         for k, (cell, _, wanted) in enumerate(todo):
