@@ -305,3 +305,87 @@ def test_second_pass_when_a_bracket_misses_the_best(monkeypatch: pytest.MonkeyPa
     assert len(calls) == 10
     ri, rt = retrieval_ranks(similarity(img, txt), t2i)
     assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)
+
+
+def _scan_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Per block, how many negatives fell inside the brackets (-1 once the band was dropped)."""
+    kept: list[int] = []
+    real = retrieval_chunked._scan
+
+    def spied(*args: Any) -> None:
+        out = args[-1]
+        before = out.kept
+        real(*args)
+        kept.append(out.kept - before if out.band is not None else -1)
+
+    monkeypatch.setattr(retrieval_chunked, "_scan", spied)
+    return kept
+
+
+@pytest.mark.parametrize("rows", [1, 7, None])
+def test_band_of_exact_ties_searched_by_column(rows: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Negatives tied exactly with a text's best positive lie inside its bracket: they are found by
+    # searching only the columns whose counts show some, in one pass, and decide the ranks exactly.
+    calls, kept = _counting_blocks(monkeypatch), _scan_spy(monkeypatch)
+    img, txt, t2i, pos = _tied_data(9, 40, 3, 5)
+    txt[::7] = img[t2i[::7]]  # texts equal to their image: the positive is the top score, with ties
+    got = embedding_ranks(img, txt, t2i, pos, rows_per_block=rows)
+    sim = similarity(img, txt)
+    ri, rt = retrieval_ranks(sim, t2i, pos)
+    assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)
+    assert np.array_equal(got.top_text, np.argmax(sim, axis=1))
+    assert len(calls) == len(kept) and sum(kept) > 0 and min(kept) >= 0  # one pass, band kept
+
+
+def test_band_dropped_mid_pass_falls_back_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bands kept for the first blocks, then too many: the second pass alone decides the text ranks.
+    calls, kept = _counting_blocks(monkeypatch), _scan_spy(monkeypatch)
+    img, txt, t2i, pos = _tied_data(10, 30, 4, 6)
+    embedding_ranks(img, txt, t2i, pos, rows_per_block=7)
+    monkeypatch.setattr(retrieval_chunked, "_BAND_LIMIT", sum(kept) // 2)
+    calls.clear()
+    kept.clear()
+    got = embedding_ranks(img, txt, t2i, pos, rows_per_block=7)
+    assert kept[0] >= 0 and kept[-1] == -1 and len(calls) == 10
+    ri, rt = retrieval_ranks(similarity(img, txt), t2i, pos)
+    assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)
+
+
+def test_all_scores_tied_in_a_tall_block() -> None:
+    # 300 rows in one block: per-column counts pass 255, where their uint8 partial sums are split.
+    got = embedding_ranks(np.ones((300, 2)), np.ones((600, 2)), np.repeat(np.arange(300), 2))
+    assert got.i2t.tolist() == [598] * 300 and got.t2i.tolist() == [299] * 600
+    assert retrieval_chunked._column_counts(np.ones((600, 3), dtype=bool)).tolist() == [600] * 3
+
+
+def test_default_blocks_are_multiples_of_16_rows() -> None:
+    # gemm kernels handle rows past a multiple of their unroll apart; default blocks have none such.
+    assert retrieval_chunked.block_rows(25_000, 32) == 80  # 2**21 // 25,000 = 83, rounded down
+    assert retrieval_chunked.block_rows(25_000, 512) == 320  # wide vectors: 4x taller
+    assert retrieval_chunked.block_rows(200_000, 32) == 10  # under 16 rows: not rounded
+    assert retrieval_chunked.block_rows(10**9, 768) == 1
+
+
+def test_default_blocks_with_a_short_last_block_equal_dense(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_blocks(monkeypatch)
+    monkeypatch.setattr(retrieval_chunked, "_BLOCK_ELEMENTS", 37 * 500 // 4)  # 37 rows -> 32 at 512-d
+    img, txt, t2i = _float_data(11, 100, 5, 512)
+    got = embedding_ranks(img, txt, t2i)
+    assert calls == [0, 32, 64, 96]  # the last block has 4 rows
+    sim = similarity(img, txt)
+    ri, rt = retrieval_ranks(sim, t2i)
+    assert np.array_equal(got.i2t, ri) and np.array_equal(got.t2i, rt)
+    assert np.array_equal(got.top_text, np.argmax(sim, axis=1))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+def test_scores_overflowing_float32_named_like_dense() -> None:
+    # Finite vectors whose dot products overflow float32: the norm bound fails, so blocks are checked.
+    img, txt, t2i = _float_data(12, 10, 2, 8)
+    img[7] = 1e20
+    txt[:] = np.abs(txt) * 1e20
+    with pytest.raises(MetricError, match="row 7 "):
+        retrieval_ranks(similarity(img, txt), t2i)
+    with pytest.raises(MetricError, match="row 7 "):
+        embedding_ranks(img, txt, t2i, rows_per_block=3)
+    assert not retrieval_chunked._scores_finite(img.astype(np.float64), txt.astype(np.float64))
