@@ -66,9 +66,14 @@ def read_image(path: Path, sample_id: str = "?") -> tuple[ImageArray, bytes | No
         raise SampleError(f"sample {sample_id}: image {path} failed to decode ({e})") from None
 
 
+# Only files named as JPEGs are opened to look for one: a PNG (CLEVR's) is not opened twice. A JPEG under
+# another name goes to PIL, with the same pixels.
+_JPEG_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe", ".jfif"})
+
+
 def _jpeg_bytes(path: Path) -> bytes | None:
-    """The whole file when it starts as a JPEG and the fast decoder can be used here, else None."""
-    if not jpeg.available():
+    """The whole file when it is named and starts as a JPEG and the fast decoder can be used here."""
+    if path.suffix.lower() not in _JPEG_SUFFIXES or not jpeg.available():
         return None
     with path.open("rb") as f:
         head = f.read(len(jpeg.MAGIC))

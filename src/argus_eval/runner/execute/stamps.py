@@ -40,16 +40,23 @@ class CellStamps(Mapping[str, str]):
         self._own = {s.sample_id: path_of(s) for s in cell.samples}
         self._other = {s.sample_id: path_of(partners.get(s.sample_id)) for s in cell.samples}
         self._made: dict[str, str] = {}
+        # path -> digest, once per file and cell (a CLEVR image serves ten questions: one stat, not ten)
+        self._files: dict[Path, str | None] = {}
 
     def __getitem__(self, sample_id: str) -> str:
         hit = self._made.get(sample_id)
         if hit is None:
             own, other = self._own[sample_id], self._other[sample_id]
-            hit = fingerprint_of(
-                None if own is None else digest(own), None if other is None else digest(other), self._seed
-            )
+            hit = fingerprint_of(self._digest(own), self._digest(other), self._seed)
             self._made[sample_id] = hit  # the same value whichever thread stores it
         return hit
+
+    def _digest(self, path: Path | None) -> str | None:
+        if path is None:
+            return None
+        if path not in self._files:
+            self._files[path] = digest(path)
+        return self._files[path]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._own)
@@ -65,7 +72,7 @@ class CellStamps(Mapping[str, str]):
     def fill(self) -> CellStamps:
         """Make every stamp, reading the files not digested yet on a few threads."""
         paths = {p for p in (*self._own.values(), *self._other.values()) if p is not None}
-        digest_all(paths)
+        self._files.update(digest_all(p for p in paths if p not in self._files))
         for sid in self._own:
             self[sid]
         return self
