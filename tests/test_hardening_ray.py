@@ -83,10 +83,13 @@ def test_a_killed_dashboard_agent_ends_the_run_with_one_error_line_naming_it(tmp
     ours = [line for line in stderr.splitlines() if not line.startswith("[")]  # [...]: Ray's C++ log
     assert "Traceback" not in stderr
     (line,) = [x for x in ours if x.strip()]
-    assert line.startswith(
-        "error: the run on Ray ended abruptly (exit status 1): the local Ray cluster lost a "
-    )
-    assert "dashboard_agent failed" in line and "rerun the same command to resume" in line
+    # Which side notices first is a race: the driver ending abruptly, or (on a loaded machine) every
+    # worker actor dying before it; either way one line names the lost component and says to rerun.
+    abrupt = "error: the run on Ray ended abruptly (exit status 1): the local Ray cluster lost a "
+    workers_died = "error: every Ray worker of model 'clip' died (ActorDiedError); "
+    assert line.startswith((abrupt, workers_died)), line
+    assert "the local Ray cluster lost a component: dashboard_agent failed" in line
+    assert ("rerun the same command to resume" if line.startswith(abrupt) else "rerun to complete") in line
     # the same command, as the line says (its executor_options are Ray's: the local executor refuses them)
     rerun = subprocess.run([*argv, "--executor", "ray"], env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
