@@ -13,7 +13,6 @@ from pathlib import Path
 from argus_eval.data.images import ImageArray, read_image
 from argus_eval.data.paths import InsideRoot
 from argus_eval.errors import PerturbationError, SampleError
-from argus_eval.models.fingerprint import file_digest
 from argus_eval.perturb.conditions import Condition
 from argus_eval.perturb.processes import CorruptionProcesses
 from argus_eval.runner.inputs import digests
@@ -182,9 +181,7 @@ class ImageCache:
 
 
 def _content_digest(path: Path) -> str:
-    """A file's content digest ("" if unreadable): an entry is that image only if its source bytes are.
-    file_digest memoises it on (path, size, mtime), so each file is read for it once per process."""
-    try:
-        return file_digest(path)
-    except OSError:
-        return ""  # gone since its stat: decoding names it
+    """A file's content digest ("" if unreadable: decoding names it): an entry is that image only if its
+    source bytes are. The input stamps' memo (runner/inputs/digests.py), so a file is read for its digest
+    once per process whichever asks first."""
+    return digests.digest(path) or ""
