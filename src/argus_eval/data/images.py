@@ -38,7 +38,6 @@ def load_image(path: Path, sample_id: str = "?") -> ImageArray:
 def read_image(path: Path, sample_id: str = "?") -> tuple[ImageArray, bytes | None]:
     """load_image's image, and the file's bytes where they were read whole (a JPEG, decoded from them),
     so that a caller who digests the file need not read it again; None where PIL read the file."""
-    data: bytes | None = None
     try:
         data = _jpeg_bytes(path)
         fast = None if data is None else jpeg.decode(data)  # the same pixels, a third of the cost
