@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import warnings
 from pathlib import Path
 
@@ -61,7 +62,8 @@ def read_image(path: Path, sample_id: str = "?") -> tuple[ImageArray, bytes | No
         raise SampleError(
             f"sample {sample_id}: image {path} is too large to decode safely ({e}); downscale the file"
         ) from None
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
+    # struct.error: PIL reads a cut EXIF block with struct and lets that escape exif_transpose
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, struct.error) as e:
         raise SampleError(f"sample {sample_id}: image {path} failed to decode ({e})") from None
 
 

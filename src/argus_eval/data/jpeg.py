@@ -1,26 +1,28 @@
 """A faster decode of plain JPEG files, used only where it gives PIL's pixels exactly.
 
-Why: PIL decodes a 640x480 JPEG in ~1.2 ms, but opening it parses every marker in Python and turning
-the decoded image into a NumPy array costs another ~2.3 ms (PIL keeps RGB as 4 bytes a pixel, and
-`np.asarray` packs it through `tobytes`). simplejpeg drives the same libjpeg-turbo straight into an RGB
-array, ~1.1 ms for the whole load. At the paper's scale (COCO-5k under 12 conditions, 5 models) that is
-most of the harness's cost per image.
+Why: PIL decodes a 640x480 JPEG in ~1.2 ms, but turning the decoded image into a NumPy array costs
+another ~2.3 ms (PIL keeps RGB as 4 bytes a pixel, and `np.asarray` packs it through `tobytes`).
+simplejpeg drives the same libjpeg-turbo straight into an RGB array, ~1.1 ms for the whole load (PIL's
+header parse, run first to vet the file, adds well under 0.1 ms). At the paper's scale (COCO-5k under
+12 conditions, 5 models) that is most of the harness's cost per image.
 
 Exactness: with accurate DCT and fancy upsampling (libjpeg's defaults, which PIL uses) both decoders
 run libjpeg-turbo's integer IDCT and upsampling, which are the same bit for bit in every release of it.
-That is not taken on trust: `agrees()` decodes a few probe JPEGs (4:2:0, 4:4:4, 4:2:2, progressive) both
-ways once per process and keeps the fast path only if every pixel matches; a PIL linked against another
-libjpeg therefore keeps its own decode. The fast path takes only what it surely reads the same: a YCbCr
-JPEG within PIL's decompression-bomb limit, with no orientation in its EXIF or XMP (PIL applies it) and
-no Adobe marker (colour transforms are PIL's business). Anything else, and anything simplejpeg refuses
-(it is strict: a truncated or damaged file raises), goes to PIL, which gives its own pixels or its own
-error.
+That is not taken on trust: `agrees()` decodes a few probe JPEGs (4:2:0, 4:4:4, 4:2:2, 4:4:0,
+4:1:1, progressive) both ways once per process and keeps the fast path only if every pixel matches; a
+PIL linked against another libjpeg therefore keeps its own decode. The fast path takes only what it
+surely reads the same: a YCbCr JPEG within PIL's decompression-bomb limit whose headers PIL itself
+opens (Image.open, without decoding) as plain RGB, with no Adobe marker (colour transforms are PIL's
+business) and no orientation PIL would apply. PIL's own header parse decides, not a marker walk of our
+own, because its Python parser is stricter than libjpeg in ways no copy keeps up with (a 5-byte JFIF
+segment, a short ICC chunk, a TEM marker, a cut Photoshop block make PIL refuse a file libjpeg reads),
+and it is what finds the EXIF/XMP orientation. Anything else, and anything simplejpeg refuses (it is
+strict: a truncated or damaged file raises), goes to PIL, which gives its own pixels or its own error.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -34,18 +36,7 @@ except ImportError:  # optional: without it every JPEG goes through PIL, with th
 
 MAGIC = b"\xff\xd8\xff"  # start of image, then the first marker
 _ORIENTATION = 0x0112  # the EXIF tag PIL's exif_transpose applies
-_EXIF = b"Exif\x00\x00"
-_XMP = b"http://ns.adobe.com/xap/1.0/\x00"
-_STANDALONE = frozenset({0x01, *range(0xD0, 0xD9)})  # markers without a length
-_SOS = 0xDA  # start of scan: the headers end here
-
-
-@dataclass(frozen=True)
-class _Headers:
-    exif: bytes | None  # the first APP1 Exif payload (what PIL reads as info["exif"])
-    exif_count: int
-    xmp_orientation: bool  # an XMP packet that names an orientation (PIL reads it when EXIF has none)
-    adobe: bool  # an APP14 Adobe marker
+_TURNS = frozenset(range(2, 9))  # the orientations exif_transpose acts on (looked up as it does)
 
 
 def available() -> bool:
@@ -58,11 +49,6 @@ def decode(data: bytes) -> NDArray[np.uint8] | None:
     (load_image's), or None where PIL must decode it."""
     if _simplejpeg is None or not data.startswith(MAGIC) or not agrees():
         return None
-    headers = _headers(data)
-    if headers is None or headers.adobe or headers.xmp_orientation or headers.exif_count > 1:
-        return None
-    if headers.exif is not None and _orientation(headers.exif) != 1:
-        return None
     try:
         h, w, colorspace, _ = _simplejpeg.decode_jpeg_header(data)
     except (ValueError, TypeError):
@@ -70,6 +56,8 @@ def decode(data: bytes) -> NDArray[np.uint8] | None:
     limit = Image.MAX_IMAGE_PIXELS
     if colorspace != "YCbCr" or (limit is not None and max(1, h) * max(1, w) > limit):
         return None  # PIL's mode decides (gray, CMYK), and PIL warns or refuses above its bomb limit
+    if not _plain_for_pil(data, (w, h)):
+        return None
     out = _decode_bytes(data)
     if out is None or out.shape != (h, w, 3):
         return None
@@ -77,49 +65,17 @@ def decode(data: bytes) -> NDArray[np.uint8] | None:
     return out
 
 
-def _headers(data: bytes) -> _Headers | None:
-    """The markers before the first scan that decide the path; None when they cannot be walked."""
-    exif: bytes | None = None
-    exif_count, xmp_orientation, adobe = 0, False, False
-    i, n = 2, len(data)
-    while i + 1 < n:
-        if data[i] != 0xFF:
-            return None
-        marker = data[i + 1]
-        if marker == 0xFF:  # fill byte
-            i += 1
-            continue
-        if marker in _STANDALONE:
-            i += 2
-            continue
-        if marker == _SOS:
-            return _Headers(exif, exif_count, xmp_orientation, adobe)
-        if i + 4 > n:
-            return None
-        length = int.from_bytes(data[i + 2 : i + 4], "big")
-        if length < 2 or i + 2 + length > n:
-            return None
-        payload = data[i + 4 : i + 2 + length]
-        if marker == 0xE1 and payload.startswith(_EXIF):
-            exif_count += 1
-            exif = payload if exif is None else exif
-        elif marker == 0xE1 and payload.startswith(_XMP) and b"Orientation" in payload:
-            xmp_orientation = True
-        elif marker == 0xEE and payload.startswith(b"Adobe"):
-            adobe = True
-        i += 2 + length
-    return None
-
-
-def _orientation(exif: bytes) -> int:
-    """The orientation PIL reads from an Exif payload (1, upright, when it cannot read one)."""
+def _plain_for_pil(data: bytes, size: tuple[int, int]) -> bool:
+    """Whether PIL opens these bytes as an RGB JPEG of this size that it decodes and leaves as decoded:
+    no Adobe marker, no orientation exif_transpose would apply. Only the headers are parsed here."""
     try:
-        found = Image.Exif()
-        found.load(exif)
-        value = found.get(_ORIENTATION, 1)
-    except (ValueError, TypeError, OSError, SyntaxError, KeyError, IndexError):
-        return 0  # unreadable: let PIL decide what it makes of it
-    return value if isinstance(value, int) else 0
+        with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:
+            if im.mode != "RGB" or im.size != size or "adobe" in im.info:
+                return False
+            # exif_transpose looks the tag up in a dict keyed 2..8; a set lookup matches it exactly
+            return im.getexif().get(_ORIENTATION, 1) not in _TURNS
+    except Exception:  # anything PIL's parser raises: PIL must give its own verdict on the file
+        return False
 
 
 def _decode_bytes(data: bytes) -> NDArray[np.uint8] | None:
@@ -134,15 +90,17 @@ def _decode_bytes(data: bytes) -> NDArray[np.uint8] | None:
     return out
 
 
-def _probe(subsampling: int, progressive: bool, seed: int) -> bytes:
+def _probe(subsampling: int | str, progressive: bool, seed: int) -> bytes:
     rng = np.random.default_rng(seed)
     # smooth gradients with noise, as photos are: every DCT coefficient and both chroma planes matter
     y, x = np.mgrid[0:45, 0:67]
     base = np.stack([x * 3, y * 5, (x + y) * 2], axis=-1) + rng.integers(0, 60, (45, 67, 3))
+    pixels = np.clip(base, 0, 255).astype(np.uint8)
+    if isinstance(subsampling, str) and _simplejpeg is not None:
+        # 4:4:0 and 4:1:1, which PIL does not write but other encoders do: their upsampling is checked too
+        return bytes(_simplejpeg.encode_jpeg(pixels, quality=83, colorsubsampling=subsampling))
     buf = io.BytesIO()
-    Image.fromarray(np.clip(base, 0, 255).astype(np.uint8)).save(
-        buf, "JPEG", quality=83, subsampling=subsampling, progressive=progressive
-    )
+    Image.fromarray(pixels).save(buf, "JPEG", quality=83, subsampling=subsampling, progressive=progressive)
     return buf.getvalue()
 
 
@@ -151,7 +109,15 @@ def agrees() -> bool:
     """Whether simplejpeg decodes probe JPEGs to exactly PIL's pixels here (once per process)."""
     if _simplejpeg is None:
         return False
-    for i, (sub, prog) in enumerate(((2, False), (0, False), (2, True), (1, False))):
+    probes: tuple[tuple[int | str, bool], ...] = (
+        (2, False),
+        (0, False),
+        (2, True),
+        (1, False),
+        ("440", False),
+        ("411", False),
+    )
+    for i, (sub, prog) in enumerate(probes):
         data = _probe(sub, prog, i)
         fast = _decode_bytes(data)
         with Image.open(io.BytesIO(data)) as im:
