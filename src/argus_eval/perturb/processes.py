@@ -18,7 +18,7 @@ import numpy as np
 
 from argus_eval.errors import ArgusError, PerturbationError
 from argus_eval.perturb.conditions import Condition
-from argus_eval.perturb.worker import Frame, encode
+from argus_eval.perturb.worker import Frame, encode, meaning
 from argus_eval.perturb.worker_process import (
     WorkerLost,
     WorkerNotStarted,
@@ -52,11 +52,13 @@ class CorruptionProcesses:
     an idle worker, sends it one job over its pipe and gives it back with the reply. Workers start at the
     first corruptions that need them, up to `processes` (a run with none pays nothing), each with one
     BLAS/OpenMP thread. A kind that cannot be pickled, or not loaded in a worker (defined in __main__ or
-    inside a function), is applied in the calling thread, as without workers; what a kind raises in a
-    worker is raised in the caller. A worker that dies fails only what it was computing: that job is
-    retried alone in a fresh worker, which then replaces the dead one, and a job that kills that one too
-    is a PerturbationError for its sample (a failure record, which a rerun retries). When no worker can
-    start, corruptions are computed in the calling threads (CorruptionWorkerWarning, once)."""
+    inside a function), is applied in the calling thread, as without workers, and so is a condition whose
+    name means something else in a worker (an image corruption the caller registered or replaced at run
+    time: perturb/worker.py's meaning); what a kind raises in a worker is raised in the caller. A worker
+    that dies fails only what it was computing: that job is retried alone in a fresh worker, which then
+    replaces the dead one, and a job that kills that one too is a PerturbationError for its sample (a
+    failure record, which a rerun retries). When no worker can start, corruptions are computed in the
+    calling threads (CorruptionWorkerWarning, once)."""
 
     def __init__(self, processes: int) -> None:
         self.processes = max(1, processes)
@@ -72,15 +74,22 @@ class CorruptionProcesses:
             self._idle.put(_Slot.EMPTY)
         self._live: set[WorkerProcess] = set()  # started and not yet reaped, idle or held by a thread
         self._local: set[str] = set()  # kinds applied in the calling thread
+        self._local_names: set[tuple[str, str]] = set()  # (kind, name) that mean something else in a worker
         self._closed = False
         self._cannot_start = False
 
     def apply(self, condition: Condition, image: np.ndarray, seed: int) -> np.ndarray:
         """condition's image made from image with seed, equal to condition.apply_image(image, seed)."""
-        if self._closed or self._cannot_start or condition.kind in self._local:
+        if (
+            self._closed
+            or self._cannot_start
+            or condition.kind in self._local
+            or (condition.kind, condition.name) in self._local_names
+        ):
             return self._here(condition, image, seed)
         try:
-            job = encode((condition.behaviour, condition, image, seed))
+            behaviour = condition.behaviour
+            job = encode((behaviour, condition, image, seed, meaning(behaviour, condition)))
         except Exception:  # pickling runs the kind's own __reduce__: any failure keeps the kind here
             return self._here(condition, image, seed, stays=True)
         worker = self._take()
@@ -131,6 +140,10 @@ class CorruptionProcesses:
             if not isinstance(error, ArgusError):  # a kind's bug: show where in the worker it failed
                 error.__cause__ = WorkerTraceback(text)
             raise error
+        if status == "unknown":  # registered or replaced at run time here: that name alone stays here
+            with self._lock:
+                self._local_names.add((condition.kind, condition.name))
+            return self._here(condition, image, seed)
         return self._here(condition, image, seed, stays=True)  # "local": it cannot travel
 
     def _take(self) -> WorkerProcess | None:

@@ -93,7 +93,7 @@ def _read_exact(stream: io.BufferedReader, n: int) -> bytearray:
     return out
 
 
-def _exception(e: Exception) -> tuple[bytes | None, str]:
+def _exception(e: BaseException) -> tuple[bytes | None, str]:
     """e pickled, or None when it does not come back from its pickle (its __init__ takes other
     arguments than its args), with its traceback as text."""
     text = "".join(traceback.format_exception(e))
@@ -105,21 +105,59 @@ def _exception(e: Exception) -> tuple[bytes | None, str]:
     return blob, text
 
 
-def serve(data: bytearray, buffers: list[bytearray], registered: set[str]) -> tuple[str, object]:
-    """One job's reply. registered: the kinds this worker has checked its registry for."""
+def meaning(behaviour: Any, condition: Any) -> str | None:
+    """What condition's name stands for in this process, compared between a parent and its worker: an
+    image corruption's function (module, qualified name, closure constants), family and stochasticity;
+    "listed" for a name its kind lists; None for a name unknown here. A name registered at run time by
+    the caller's script or module is unknown in a worker, and one replaced at run time means another
+    function there: that condition is then applied in the parent."""
+    image = sys.modules.get("argus_eval.perturb.image")  # loaded wherever an ImageKind was unpickled
+    if image is not None and isinstance(behaviour, image.ImageKind):
+        try:
+            corruption = image.IMAGE_PERTURBATIONS.get(condition.name)
+        except Exception:  # unknown here (UnknownNameError), or a plugin that cannot load
+            return None
+        fn = corruption.fn
+        constants = [_constant(c) for c in getattr(fn, "__closure__", None) or ()]  # _reference's name
+        where = f"{getattr(fn, '__module__', None)}:{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+        return f"{where} {constants} {corruption.family} {corruption.stochastic}"
+    return "listed" if condition.name in behaviour.names() else None
+
+
+def _constant(cell: Any) -> object:
+    """A closure cell's value when it is a plain constant (a string, a number), else None."""
     try:
-        behaviour, condition, image, seed = decode(data, buffers)
+        value = cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+    return value if isinstance(value, str | int | float) else None
+
+
+def serve(
+    data: bytearray, buffers: list[bytearray], checked: set[tuple[str, str, str | None]]
+) -> tuple[str, object]:
+    """One job's reply. checked: the (kind, name, meaning) this worker found meaning the same here."""
+    try:
+        behaviour, condition, image, seed, there = decode(data, buffers)
     except Exception as e:  # a kind defined in the caller's __main__ or a function: not importable here
         return "local", f"its job cannot be loaded in a worker ({type(e).__name__}: {e})"
     try:
-        if condition.kind not in registered:
+        key = (condition.kind, condition.name, there)
+        if key not in checked:
             from argus_eval.perturb.kinds import CONDITION_KINDS, register_kind
 
             if condition.kind not in CONDITION_KINDS.names():
                 register_kind(behaviour)  # registered at run time in the parent, not by an import or plugin
-            registered.add(condition.kind)
+            try:
+                here = meaning(behaviour, condition)
+            except Exception as e:  # the kind's names() fails here: the parent applies it
+                here = f"{type(e).__name__}: {e}"
+            if here != there:
+                return "unknown", f"{condition.id} is {here or 'unknown'} in a worker, {there} in its parent"
+            checked.add(key)
         out = behaviour.apply_image(condition, image, seed)
-    except Exception as e:  # the kind's own failure: the parent raises it as the serial path would
+    except (Exception, SystemExit) as e:  # the kind's own failure: the parent raises it as the serial path
+        # would (a SystemExit by applying the kind itself), instead of this worker exiting as if killed
         return "raised", _exception(e)
     return "ok", None if out is image else out
 
@@ -142,13 +180,13 @@ def main() -> int:
     jobs, replies = _protocol_streams()
     try:
         say_hello(replies)
-        registered: set[str] = set()
+        checked: set[tuple[str, str, str | None]] = set()
         while True:
             try:
                 data, buffers = read_frame(jobs)
             except EOFError:
                 return 0  # the parent closed the pipe, or died
-            reply = serve(data, buffers, registered)
+            reply = serve(data, buffers, checked)
             try:
                 frame = encode(reply)
             except Exception as e:  # the kind returned something that cannot be pickled

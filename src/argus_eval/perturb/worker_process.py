@@ -70,7 +70,9 @@ class WorkerProcess:
         if not sys.executable:  # an embedding interpreter that cannot say where Python is
             raise OSError("sys.executable is empty: no Python to start")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "argus_eval.perturb.worker"],
+            # -P: not the working directory first on its sys.path, where a stray argus_eval folder (an old
+            # checkout) would be imported instead of the caller's; PYTHONPATH carries the caller's sys.path
+            [sys.executable, "-P", "-m", "argus_eval.perturb.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,  # kept for a death's message, not shown on a normal run
