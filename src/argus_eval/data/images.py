@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import struct
+import threading
 import warnings
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +30,21 @@ def readable_file(path: Path) -> bool:
         return False
 
 
+# warnings filters are process-wide: two threads inside catch_warnings() at once can restore each other's
+# filters away, and a file over the limit was then decoded. Only the open (header parse) is held under it.
+_BOMB_FILTER = threading.Lock()
+
+
+def open_within_limit(source: Path | IO[bytes]) -> Image.Image:
+    """Image.open(source) (lazy, not decoded), refusing an image over PIL's decompression-bomb limit
+    (Image.MAX_IMAGE_PIXELS) even where PIL only warns: DecompressionBombWarning or DecompressionBombError
+    is raised. Safe from many threads at once."""
+    with _BOMB_FILTER, warnings.catch_warnings():
+        # Above MAX_IMAGE_PIXELS PIL only warns, then decodes hundreds of MB: refuse it instead.
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        return Image.open(source)
+
+
 def load_image(path: Path, sample_id: str = "?") -> ImageArray:
     """Decode an image file to uint8 RGB, upright (EXIF orientation applied), 16-bit scaled to 8.
 
@@ -44,14 +61,11 @@ def read_image(path: Path, sample_id: str = "?") -> tuple[ImageArray, bytes | No
         fast = None if data is None else jpeg.decode(data)  # the same pixels, a third of the cost
         if fast is not None:
             return fast, data
-        with warnings.catch_warnings():
-            # Above MAX_IMAGE_PIXELS PIL only warns, then decodes hundreds of MB: refuse it instead.
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
-                im.load()
-                # in place: otherwise an image without an orientation tag is copied whole for nothing
-                ImageOps.exif_transpose(im, in_place=True)
-                return to_rgb_uint8(_pixels(im), min_side=1), data
+        with open_within_limit(path) as im:
+            im.load()
+            # in place: otherwise an image without an orientation tag is copied whole for nothing
+            ImageOps.exif_transpose(im, in_place=True)
+            return to_rgb_uint8(_pixels(im), min_side=1), data
     except FileNotFoundError:
         raise SampleError(f"sample {sample_id}: image file {path} not found") from None
     except PermissionError:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import io
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from argus_eval.data.images import load_image, readable_file
+from argus_eval.data.images import load_image, open_within_limit, readable_file
 from argus_eval.errors import ArgusError
 from argus_eval.perturb import view
 from argus_eval.perturb.conditions import CLEAN, Condition, is_clean_id
@@ -143,10 +142,8 @@ def thumbnail(path: Path, max_side: int) -> str | None:
     """A small JPEG data URI of an image file; TOO_LARGE for an image over PIL's decompression-bomb limit
     (never decoded); None when it cannot be read."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as src:
-                return _jpeg_uri(src.convert("RGB"), max_side)
+        with open_within_limit(path) as src:
+            return _jpeg_uri(src.convert("RGB"), max_side)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         return TOO_LARGE
     except (OSError, UnidentifiedImageError, ValueError):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from io import BytesIO
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
+from argus_eval.data.images import open_within_limit
 from argus_eval.errors import DatasetError
 
 
@@ -35,10 +35,8 @@ class EmbeddedImages:
         if name in self._seen:
             return name
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                with Image.open(BytesIO(data)) as im:
-                    im.verify()  # structure and checksums, without decoding every pixel of a large set
+            with open_within_limit(BytesIO(data)) as im:
+                im.verify()  # structure and checksums, without decoding every pixel of a large set
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             # kept as a file: the bomb check of every image on disk (data/images.load_image) refuses it
             # when a sample reads it, a counted failed sample, and `datasets --check` names it
