@@ -89,12 +89,18 @@ class Store:
             self._db.execute("ALTER TABLE records ADD COLUMN stamp TEXT")
 
     def _write_error(self, e: sqlite3.OperationalError) -> ArgusError:
-        """What a failed write means: a full disk, a read-only run folder, or (else) a broken store."""
+        """What a failed write means: a full disk, another run's lock, a read-only run folder, or (else) a
+        broken store."""
         text = str(e).lower()
         if "full" in text:
             return OutputError(
                 f"cannot write {self.path}: the disk is full ({e}); free some space or copy the run folder "
                 "elsewhere and rerun there: every finished batch is kept"
+            )
+        if "locked" in text:  # another process kept the write lock past the timeout: the file is fine
+            return StoreError(
+                f"store {self.path} is locked by another process ({e}): wait for the other run on this "
+                "--out to finish (or stop it) and rerun, or give another --out; every finished batch is kept"
             )
         if "readonly" in text or "read-only" in text or not os.access(self.path.parent, os.W_OK):
             return OutputError(
@@ -119,6 +125,8 @@ class Store:
                 yield
             except sqlite3.OperationalError as e:
                 raise self._write_error(e) from None
+            except sqlite3.ProgrammingError:
+                raise  # misuse (a closed connection, a wrong binding): a bug to fix, never a damaged file
             except sqlite3.DatabaseError as e:
                 raise self._damaged(e) from None
 
@@ -265,8 +273,8 @@ class Store:
             arrays = finite_arrays(unseal(bytes(rows[0][0])), "region features")
         except DamagedPartError as e:
             reason = str(e)
-            self.features_rejected[reason] = self.features_rejected.get(reason, 0) + 1
-            with self._writes():
+            with self._writes():  # the count too: input threads may find damaged entries at once
+                self.features_rejected[reason] = self.features_rejected.get(reason, 0) + 1
                 self._db.execute("DELETE FROM features WHERE key=?", (key,))
             return None
         return arrays
@@ -302,21 +310,21 @@ class Store:
                 "INSERT OR REPLACE INTO scored(key, value) VALUES (?, ?)", sorted(items.items())
             )
 
-    class _Tx:
-        def __init__(self, db: sqlite3.Connection) -> None:
-            self.db = db
-
-        def __enter__(self) -> None:
-            self.db.execute("BEGIN IMMEDIATE")
-
-        def __exit__(self, exc_type: object, *rest: object) -> None:
-            if exc_type is None:
-                self.db.execute("COMMIT")
-            elif self.db.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
-                self.db.execute("ROLLBACK")
-
-    def _transaction(self) -> Store._Tx:
-        return Store._Tx(self._db)
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction (inside _writes), never left open: a transaction left open would keep the write
+        lock from other runs, and this store's next BEGIN would fail as if the file were damaged."""
+        if self._db.in_transaction:  # left by an interrupted one: all run under the lock, so it is stale
+            self._db.execute("ROLLBACK")
+        try:
+            # inside the try: Ctrl-C while BEGIN waits for another run's lock is raised as it returns
+            self._db.execute("BEGIN IMMEDIATE")
+            yield
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+                self._db.execute("ROLLBACK")
+            raise
 
     def iter_cells(self) -> Iterator[tuple[str, dict[str, Any]]]:
         for cell, desc in self._rows("SELECT cell, description FROM cells ORDER BY cell"):

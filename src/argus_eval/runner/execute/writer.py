@@ -27,17 +27,30 @@ class BatchWriter:
         self._store, self._depth = store, max(1, depth)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="argus-writer")
         self._queued: deque[Future[None]] = deque()
+        self._raised = False  # a failed write was raised already: the later ones (the same disk) are not
 
     def write(self, cell: str, records: Sequence[Record], stamps: Mapping[str, str]) -> None:
         """Queue one batch's records (stamps: the cell's input stamps, read when it is written)."""
         while self._queued and (self._queued[0].done() or len(self._queued) >= self._depth):
-            self._queued.popleft().result()  # a failed write surfaces here, on the caller's thread
+            self._outcome(self._queued.popleft())  # a failed write surfaces here, on the caller's thread
         self._queued.append(self._pool.submit(self._store.write, cell, list(records), stamps))
 
     def close(self) -> None:
-        """Wait for every queued write; the first failure is raised (the later ones were still run)."""
+        """Wait for every queued write; the first failure is raised (the later ones were still run), unless
+        write() raised one already: the run is stopping on it, and the same full disk is told once."""
         try:
             while self._queued:
-                self._queued.popleft().result()
+                done = self._queued.popleft()
+                if self._raised:
+                    done.exception()  # waited for, its failure not raised again
+                else:
+                    self._outcome(done)
         finally:
             self._pool.shutdown(wait=True)
+
+    def _outcome(self, done: Future[None]) -> None:
+        try:
+            done.result()
+        except Exception:
+            self._raised = True
+            raise
