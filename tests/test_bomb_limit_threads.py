@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -21,20 +22,16 @@ from argus_eval.data.images import load_image, open_within_limit
 from argus_eval.errors import SampleError
 
 
-@pytest.fixture
-def small_limit(monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 4000)
-    return 4000
-
-
-@pytest.fixture
+@contextmanager
 def fast_switching() -> Iterator[None]:
     """Threads switched every microsecond, so that the race shows within a second (7 of 1,600 loads
     decoded at the old code)."""
     before = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 def _png(path: Path, w: int, h: int) -> Path:
@@ -42,8 +39,8 @@ def _png(path: Path, w: int, h: int) -> Path:
     return path
 
 
-@pytest.mark.usefixtures("fast_switching")
-def test_over_the_limit_is_refused_from_every_thread(tmp_path: Path, small_limit: int) -> None:
+def test_over_the_limit_is_refused_from_every_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 4000)
     big = _png(tmp_path / "big.png", 100, 50)  # 5,000 pixels: over the limit, under twice it (a warning)
     ok = _png(tmp_path / "ok.png", 40, 40)
     decoded: list[str] = []
@@ -65,15 +62,17 @@ def test_over_the_limit_is_refused_from_every_thread(tmp_path: Path, small_limit
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with fast_switching():
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     assert not errors
     assert decoded == []
 
 
-def test_open_within_limit_refuses_and_opens(tmp_path: Path, small_limit: int) -> None:
+def test_open_within_limit_refuses_and_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 4000)
     big = _png(tmp_path / "big.png", 100, 50)
     with pytest.raises(Image.DecompressionBombWarning):
         open_within_limit(big)

@@ -12,6 +12,13 @@ a fingerprint (``options.fingerprint`` of the entry, else the object's ``fingerp
 its ``info.fingerprint``). None of its members is called to plan a run, so a rerun whose records are
 all stored calls none.
 
+Each call is checked as a built-in adapter's is: an exception from the object becomes a ModelCallError
+naming the model and the method (the original as its cause), and an output that breaks its protocol's
+contract (a row per input, one space, floats, a str per prompt) becomes one naming the contract. The
+runner counts either as failed samples, as it counts a built-in model's failed call or malformed reply,
+instead of a task failing later on an output it cannot read. KeyboardInterrupt and SystemExit are not
+Exceptions and pass through.
+
 The scheme cannot load an object: a run config may name ``object:NAME``, but only ``evaluate``, which
 holds the objects, hands them to its run's loader (``runner/entry.py``); no module keeps them.
 """
@@ -20,9 +27,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from argus_eval.errors import ModelLoadError, ModelObjectError
+import numpy as np
+from numpy.typing import NDArray
+
+from argus_eval.errors import ModelCallError, ModelLoadError, ModelObjectError
 from argus_eval.models.protocols import CAPABILITY_MEMBERS, CAPTION, Model, ModelInfo
 from argus_eval.models.schemes import Scheme
 from argus_eval.models.spec import ModelConfig
@@ -118,6 +128,119 @@ def object_options(obj: object, name: str, fingerprint: str | None) -> dict[str,
     return options
 
 
+def _many(n: int, unit: str) -> str:
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
+def _floats(out: object, fail: Callable[[str], ModelCallError]) -> NDArray[Any]:
+    """out as an array of floats (a list or a CPU tensor converts), else fail naming what it is."""
+    try:
+        arr = np.asarray(out)
+    except Exception as e:  # e.g. a CUDA tensor, or rows of unequal lengths
+        raise fail(f"{type(out).__name__} that is not an array ({type(e).__name__}: {e})") from None
+    if arr.dtype.kind != "f":
+        raise fail(f"{type(out).__name__} of {arr.dtype}, not floats")
+    return arr
+
+
+class _Contract:
+    """The output contract of one capability member, checked on every call of model `name`."""
+
+    # member -> (what its first argument holds, the space its vectors share with its sibling's)
+    VECTORS: ClassVar[dict[str, tuple[str, str]]] = {
+        "embed_images": ("image", "embed"),
+        "embed_texts": ("text", "embed"),
+        "pool_images": ("image", "pool"),
+        "pool_texts": ("text", "pool"),
+    }
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.labels: tuple[str, ...] = ()  # a classifier's, for the width of its scores
+        # space -> (member, dimensions) of its first call: images and texts must land in one space
+        self.dims: dict[str, tuple[str, int]] = {}
+
+    def fail(self, member: str, n: int, unit: str, contract: str) -> Callable[[str], ModelCallError]:
+        def error(what: str) -> ModelCallError:
+            return ModelCallError(
+                f"model {self.name!r}: {member} returned {what} for {_many(n, unit)}; it must return "
+                f"{contract}"
+            )
+
+        return error
+
+    def check(self, member: str, args: tuple[Any, ...], out: object) -> object:
+        """out, checked (arrays as numpy arrays); ModelCallError naming the broken contract."""
+        # counted against the texts where a member takes images and texts (a row per prompt, per pair)
+        at = 0 if member in self.VECTORS else 1
+        checker = _CHECKS.get("vectors" if member in self.VECTORS else member)
+        if checker is None or len(args) <= at:  # by keyword: the tasks never call so, nothing to count
+            return out
+        return checker(self, member, args, len(args[at]), out)
+
+    def vectors(self, member: str, args: tuple[Any, ...], n: int, out: object) -> object:
+        unit, space = self.VECTORS[member]
+        fail = self.fail(member, n, unit, f"an (n, d) float array, a row per {unit}")
+        arr = _floats(out, fail)
+        if arr.ndim != 2:
+            raise fail(f"an array of shape {arr.shape}")
+        if arr.shape[0] != n:
+            raise fail(_many(arr.shape[0], "row"))
+        first = self.dims.setdefault(space, (member, arr.shape[1]))
+        if first[1] != arr.shape[1]:
+            raise fail(f"{arr.shape[1]}-dimensional vectors where {first[0]} gave {first[1]}")
+        return arr
+
+    def score_pairs(self, member: str, args: tuple[Any, ...], n: int, out: object) -> object:
+        fail = self.fail(member, n, "pair", "an (n,) float array, a score per pair")
+        arr = _floats(out, fail)
+        if arr.shape != (n,):
+            raise fail(f"an array of shape {arr.shape}")
+        return arr
+
+    def classify(self, member: str, args: tuple[Any, ...], n: int, out: object) -> object:
+        k = len(self.labels)
+        fail = self.fail(member, n, "question", f"an (n, {k}) float array, a score per label")
+        arr = _floats(out, fail)
+        if arr.shape != (n, k):
+            raise fail(f"an array of shape {arr.shape}")
+        return arr
+
+    def generate(self, member: str, args: tuple[Any, ...], n: int, out: object) -> object:
+        fail = self.fail(member, n, "prompt", "a list of str, one per prompt")
+        if not isinstance(out, list | tuple):  # a bare str is a sequence too: of characters
+            raise fail(f"a {type(out).__name__}")
+        if len(out) != n:
+            raise fail(_many(len(out), "answer"))
+        bad = next((a for a in out if not isinstance(a, str)), None)
+        if bad is not None:
+            raise fail(f"an answer of type {type(bad).__name__}")
+        return list(out)
+
+    def choose(self, member: str, args: tuple[Any, ...], n: int, out: object) -> object:
+        sizes = [len(o) for o in args[2]] if len(args) > 2 and len(args[2]) == n else None
+        fail = self.fail(member, n, "prompt", "a list of (k,) float arrays, a log-likelihood per option")
+        if not isinstance(out, list | tuple) and not (isinstance(out, np.ndarray) and out.ndim == 2):
+            raise fail(f"a {type(out).__name__}")
+        if len(out) != n:
+            raise fail(_many(len(out), "item"))
+        rows = [_floats(row, fail) for row in out]
+        for i, row in enumerate(rows):
+            if sizes is not None and row.shape != (sizes[i],):
+                raise fail(f"an array of shape {row.shape} for item {i}, which has {sizes[i]} options")
+        return rows
+
+
+# A capability member's output check (the embedding members share one), by the member's name.
+_CHECKS: dict[str, Callable[[_Contract, str, tuple[Any, ...], int, object], object]] = {
+    "vectors": _Contract.vectors,
+    "score_pairs": _Contract.score_pairs,
+    "classify": _Contract.classify,
+    "generate": _Contract.generate,
+    "choose": _Contract.choose,
+}
+
+
 class ObjectModel:
     """A user's object as a model: its capability members, each call counted; never closed (the object is
     the caller's, who may evaluate it again)."""
@@ -125,10 +248,12 @@ class ObjectModel:
     def __init__(self, cfg: ModelConfig, obj: object, fingerprint: str) -> None:
         caps = object_capabilities(obj, cfg.name)
         self.forward_calls = 0
+        self._contract = _Contract(cfg.name)
         for member in sorted({m for c in caps for m in CAPABILITY_MEMBERS[c]}):
             value = getattr(obj, member)
             # an instance attribute each, so that the interface checks (isinstance) see exactly these
-            setattr(self, member, self._counted(value) if callable(value) else tuple(value))
+            setattr(self, member, self._counted(member, value) if callable(value) else tuple(value))
+        self._contract.labels = tuple(getattr(self, "labels", ()))
         info = _info(obj)
         params = getattr(obj, "params", None if info is None else info.params)
         # str(): a torch model's own dtype and device attributes are torch objects (torch.float32)
@@ -145,11 +270,17 @@ class ObjectModel:
             params=params if isinstance(params, int) and not isinstance(params, bool) else None,
         )
 
-    def _counted(self, method: Callable[..., Any]) -> Callable[..., Any]:
+    def _counted(self, member: str, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         def call(*args: Any, **kwargs: Any) -> Any:
             self.forward_calls += 1
-            return method(*args, **kwargs)
+            try:
+                out = method(*args, **kwargs)
+            except Exception as e:  # not BaseException: Ctrl-C and sys.exit still stop the run
+                raise ModelCallError(
+                    f"model {self.info.name!r}: {member} raised {type(e).__name__}: {e}"
+                ) from e
+            return self._contract.check(member, args, out)
 
         return call
 
