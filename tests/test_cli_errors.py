@@ -86,10 +86,13 @@ def test_unreadable_yaml(
     assert code == 2 and "not valid YAML" in err and "run.yaml" in err
 
 
-def test_debug_shows_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["argus", "--debug", "run", "--config", str(tmp_path / "nope.yaml")])
-    with pytest.raises(ConfigError):
-        main()
+def test_debug_shows_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the traceback, then the one line; bad input exits 2 with --debug as without it
+    code, err = _run(["--debug", "run", "--config", str(tmp_path / "nope.yaml")], monkeypatch, capsys)
+    assert code == 2 and "Traceback" in err and ConfigError.__name__ in err
+    assert err.strip().splitlines()[-1].startswith("error:") and "nope.yaml not found" in err
 
 
 def test_unknown_task_and_perturbation(

@@ -239,7 +239,7 @@ def _bad_entry(tmp_path: Path, kind: str) -> tuple[dict[str, Any], str]:
     header = ["index", "image", "question", "answer"]
     t = write_tsv(tmp_path / "a.tsv", header, [["0", _b64(RED), "q?", "a"], ["1", "7", "q?", "a"]])
     entry = {"name": "bad", "format": "vlmevalkit-tsv", "tsv": str(t)}
-    return entry, f"{t}: row 1 (index 1): column 'image': back-reference '7' names no row holding an image"
+    return entry, f"{t}: line 3 (index 1): column 'image': back-reference '7' names no row holding an image"
 
 
 @pytest.mark.parametrize("kind", ["missing column", "undecodable image", "missing back-reference"])
@@ -293,7 +293,7 @@ def test_vlmevalkit_tsv_back_references_multiple_choice_and_captions(tmp_path: P
     (q,) = m.samples
     assert (q.choices, q.answer_index) == (("blue", "red", "green"), 1)
     assert [r.line() for r in m.skipped] == [
-        f"{mc}: row 1 (index 6): column 'answer': answer 'C' is not one of the options ['A', 'B']"
+        f"{mc}: line 3 (index 6): column 'answer': answer 'C' is not one of the options ['A', 'B']"
     ]
     caps = write_tsv(
         tmp_path / "COCO_VAL.tsv",
@@ -310,16 +310,16 @@ def test_vlmevalkit_tsv_bad_cells(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as e:
         _load(tmp_path, format="vlmevalkit-tsv", tsv=dangling)
     assert str(e.value).startswith(
-        f"{dangling}: row 1 (index 1): column 'image': back-reference '7' names no row"
+        f"{dangling}: line 3 (index 1): column 'image': back-reference '7' names no row"
     )
     broken = write_tsv(tmp_path / "b.tsv", header, [["0", _b64(b"x" * 80), "q?", "a"]])
     with pytest.raises(
-        DatasetError, match=rf"^{broken}: row 0 \(index 0\): column 'image': the image does not"
+        DatasetError, match=rf"^{broken}: line 2 \(index 0\): column 'image': the image does not"
     ):
         _load(tmp_path, format="vlmevalkit-tsv", tsv=broken)
     not64 = write_tsv(tmp_path / "c.tsv", header, [["0", "!" * 80, "q?", "a"]])
     with pytest.raises(
-        DatasetError, match=rf"^{not64}: row 0 \(index 0\): column 'image': the cell is not base64"
+        DatasetError, match=rf"^{not64}: line 2 \(index 0\): column 'image': the cell is not base64"
     ):
         _load(tmp_path, format="vlmevalkit-tsv", tsv=not64)
     short = write_tsv(
@@ -327,8 +327,8 @@ def test_vlmevalkit_tsv_bad_cells(tmp_path: Path) -> None:
     )
     skipped = _load(tmp_path, format="vlmevalkit-tsv", tsv=short).skipped
     assert [r.line() for r in skipped] == [
-        f"{short}: row 1: row has 3 fields, the header has 4",
-        f"{short}: row 2 (index 2): column 'answer': a row without a question needs captions",
+        f"{short}: line 3: row has 3 fields, the header has 4",
+        f"{short}: line 4 (index 2): column 'answer': a row without a question needs captions",
     ]
     with pytest.raises(DatasetError, match="lacks column 'index'"):
         _load(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -394,15 +395,25 @@ def main() -> None:
         raise
 
 
+def debug_first(argv: list[str]) -> tuple[list[str], bool]:
+    """argv with every --debug moved to the front, where the root callback reads it, and whether there
+    was one: a user types it after the subcommand as often as before (`argus run -c x.yaml --debug`).
+    Arguments after a bare "--" are left as they are."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    rest = [a for a in argv[:end] if a != "--debug"]
+    debug = len(rest) < end
+    return (["--debug"] if debug else []) + rest + argv[end:], debug
+
+
 def _main() -> None:
-    debug = "--debug" in sys.argv
+    args, debug = debug_first(sys.argv[1:])
     try:
         from argus_eval.commands.supervise import supervised_run
 
-        supervised = supervised_run(sys.argv[1:])  # a run on Ray: its child's status (it printed)
+        supervised = supervised_run(args)  # a run on Ray: its child's status (it printed)
         if supervised is not None:
             _exit(supervised)
-        code = app(standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except NoArgsIsHelpError as e:
         err_console.print(e.format_message(), highlight=False, markup=False)
         _exit(2)
@@ -412,18 +423,22 @@ def _main() -> None:
     except (KeyboardInterrupt, typer.Abort):
         _interrupted()
     except ArgusError as e:
-        if debug:
-            raise
+        _traceback(debug)
         _fail(str(e))
     except OSError as e:
-        if debug:
-            raise
+        _traceback(debug)
         from argus_eval.runner.write.outputs import os_error_line
 
         _fail(os_error_line(e))
     if code == 130:  # typer turns Ctrl-C inside a command into exit code 130, silently
         _interrupted()
     _exit(code if isinstance(code, int) else 0)
+
+
+def _traceback(debug: bool) -> None:
+    # --debug adds the traceback above the error line; bad input still exits 2, as without it
+    if debug:
+        traceback.print_exc(file=sys.stderr)
 
 
 def _interrupted() -> NoReturn:

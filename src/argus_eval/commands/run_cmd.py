@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,9 +107,14 @@ def run_command(
         with writing(out_dir / "report.html"):
             write_reports(out_dir)
 
-    outcome = run(
-        cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed, reports=reports
-    )
+    try:
+        outcome = run(
+            cfg, out_dir, strict=strict, quiet=quiet or as_json, retry_failed=retry_failed, reports=reports
+        )
+    except ConfigError as e:  # found while running (e.g. nothing could load): still the file's fault
+        if str(cfg_path) in str(e):
+            raise
+        raise ConfigError(f"{cfg_path}: {e}") from e
     code, why = exit_status(outcome.results, max_failed)
     if as_json:
         sys.stdout.write(json.dumps(outcome_json(outcome, out_dir, code), indent=1, sort_keys=True) + "\n")
@@ -166,8 +172,9 @@ def note_lines(outcome: RunOutcome) -> list[str]:
 def print_outcome(console: Console, outcome: RunOutcome, out_dir: Path) -> None:
     """What `argus run` prints: notes, the scorecard, the gap sentence, counters, failures, the files."""
     res, stats = outcome.results, outcome.stats
+    said = _said_once(outcome)
     for line in note_lines(outcome):
-        console.print(line, markup=False, highlight=False)
+        console.print(said(line), markup=False, highlight=False)
     console.print(scorecard_table(res))
     gap = res.gap.sentence
     if gap:
@@ -179,11 +186,29 @@ def print_outcome(console: Console, outcome: RunOutcome, out_dir: Path) -> None:
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
     for line in failure_lines(res):  # one line each, never wrapped: logs are searched for them
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        console.print(said(line), markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
         f"summary.md, report.html"
     )
+
+
+def _said_once(outcome: RunOutcome) -> Callable[[str], str]:
+    """A filter for the printed lines that leaves the reason a checkpoint could not load (often several
+    sentences, e.g. that an object: spec needs argus_eval.evaluate) in full only on its "not loaded:"
+    line: the notes and the failed and incomplete lines each quote it too, and once is enough."""
+    failures = outcome.results.failures
+    reasons = sorted({e.reason for e in failures.not_loaded} if failures is not None else (), key=len)
+
+    def said(line: str) -> str:
+        if line.startswith("not loaded: "):
+            return line
+        for reason in reversed(reasons):  # the longest first, should one reason hold another
+            if reason:
+                line = line.replace(reason, "see its 'not loaded' line")
+        return line
+
+    return said
 
 
 def run_overrides(

@@ -8,6 +8,7 @@ zoo wing; the model wing owns reading them, so that loading a zoo model imports 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from importlib.resources import files
@@ -98,8 +99,12 @@ def zoo_dir(name: str) -> Path:
         return verify_checkpoint(name)
     d = CHECKPOINTS / name
     if not (d / "config.json").is_file():
+        # not in the manifest: `argus zoo train` knows no such model either, so list the ones it knows
+        known = sorted(read_manifest().get("models", {}))
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean 'zoo:{close[0]}'?)" if close else ""
         raise ModelLoadError(
-            f"model 'zoo:{name}': no zoo checkpoint at {d}; run `argus zoo train {name}` to build it",
+            f"model 'zoo:{name}': unknown zoo model {name!r}{hint}; valid: {', '.join(known) or 'none'}",
             key="spec",
         )
     return d

@@ -8,6 +8,7 @@ and exits 2. A file of schema version 1 is read by upgrading it: version 2 only 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -89,9 +90,10 @@ def results_from_data(data: Any, source: str = "results.json") -> Results:
         raise ResultsError(f"{source}: {field_error(e)}{hint}") from None
 
 
-def load_results(path: Path) -> Results:
-    """The results.json at path, validated; ResultsError (naming the file and field) when it is missing,
-    unreadable, not JSON, or does not fit the Results model."""
+def load_results(path: str | os.PathLike[str]) -> Results:
+    """The results.json at path (a str or any os.PathLike), validated; ResultsError (naming the file and
+    field) when it is missing, unreadable, not JSON, or does not fit the Results model."""
+    path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except FileNotFoundError:

@@ -7,11 +7,14 @@ models, once, in resolve(): everything downstream reads the typed RunSpec and pa
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -177,9 +180,12 @@ class RunConfig(BaseModel):
                 )
             spec = format_spec(fmt)
             try:
-                out.append(_rooted(spec.options.model_validate(entry), self.data_root))
+                opts = spec.options.model_validate(entry)
             except ValidationError as e:
-                raise ConfigError(f"datasets[{i}] ({entry.get('name', fmt)}): {_first_error(e)}") from None
+                why = _first_error(e, root=spec.options)
+                raise ConfigError(f"datasets[{i}] ({entry.get('name', fmt)}): {why}") from None
+            _check_domain(opts, f"datasets[{i}] ({opts.name})")
+            out.append(_rooted(opts, self.data_root))
         names = [d.name for d in out]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -224,6 +230,20 @@ def _check_task_keys(models: Sequence[ModelConfig]) -> None:
                 )
 
 
+def _check_domain(opts: DatasetOptions, where: str) -> None:
+    """A ShapesWorld entry's domain checked when the config is read, so that the error names the file and
+    the key (generating the data would fail on it later, naming neither)."""
+    domain = getattr(opts, "domain", None)
+    if opts.format != "shapesworld" or not isinstance(domain, str):
+        return
+    from argus_eval.data.shapesworld.domains import get_domain
+
+    try:
+        get_domain(domain)
+    except ArgusError as e:
+        raise ConfigError(f"{where}.domain: {e}") from None
+
+
 def _rooted(opts: DatasetOptions, root: Path | None) -> DatasetOptions:
     """Resolve the relative Path options of a dataset entry against the run's data_root."""
     if root is None:
@@ -247,17 +267,51 @@ def _whose(parts: Sequence[int | str], data: Any) -> str:
     return f" (model {name!r}" + (f", task {task!r})" if task else ")")
 
 
-def _first_error(e: ValidationError, data: Any = None) -> str:
+def _fields_at(root: type[BaseModel] | None, parts: Sequence[int | str]) -> list[str]:
+    """The keys the model at a key path accepts (parts leads from root to it), or [] when it is not a
+    pydantic model (a free mapping, or a path the walk cannot follow)."""
+    current: Any = root
+    for part in parts:
+        while get_origin(current) in (list, tuple, Union, UnionType):  # list[M], M | None
+            models = [a for a in get_args(current) if a is not type(None) and a is not Ellipsis]
+            current = models[0] if len(models) == 1 else None
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(part)
+        current = field.annotation if field is not None else None
+    while get_origin(current) in (Union, UnionType):
+        models = [a for a in get_args(current) if a is not type(None)]
+        current = models[0] if len(models) == 1 else None
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unknown_key(loc: str, parts: Sequence[int | str], root: type[BaseModel] | None, whose: str) -> str:
+    """The line for an unknown key: "unknown key 'datasetz' (did you mean 'datasets'?); valid: ..."
+    (the valid keys listed when they are few)."""
+    valid = _fields_at(root, parts[:-1])
+    close = difflib.get_close_matches(str(parts[-1]), valid, n=1) if parts else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    listed = f"; valid: {', '.join(valid)}" if valid and len(valid) <= 20 else ""
+    return f"unknown key {loc!r}{whose}{hint}{listed}"
+
+
+def _first_error(e: ValidationError, data: Any = None, root: type[BaseModel] | None = RunConfig) -> str:
     """The first error as "key.path[0].name: what is wrong (model ..., task ...)"; a validator that
-    knows the key deeper than where it runs puts it in ctx["key"]."""
-    err = e.errors()[0]
+    knows the key deeper than where it runs puts it in ctx["key"]. An unknown key comes first: a
+    misspelt key is also why the key it meant is missing."""
+    errors = e.errors()
+    err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
     parts: list[int | str] = list(err["loc"])
     deeper = (err.get("ctx") or {}).get("key")
     if isinstance(deeper, str):
         parts += deeper.split(".")
     loc = key_path(parts)
     if err["type"] == "extra_forbidden":
-        return f"unknown key {loc!r}" + _whose(parts, data)
+        return _unknown_key(loc, parts, root, _whose(parts, data))
     whose = "" if str(err["msg"]).startswith("model ") else _whose(parts, data)  # else it names the model
     return f"{loc}: {err['msg']}{whose}" if loc else str(err["msg"])
 
@@ -276,13 +330,14 @@ def parse_config(data: Any, source: str) -> RunSpec:
         raise ConfigError(f"{source}: {e}") from None
 
 
-def load_config(path: Path) -> RunSpec:
-    """Read, validate and resolve a YAML (or JSON) run config file."""
+def load_config(path: str | os.PathLike[str]) -> RunSpec:
+    """Read, validate and resolve a YAML (or JSON) run config file (a str or any os.PathLike)."""
     return parse_config(read_config_data(path), str(path))
 
 
-def read_config_data(path: Path) -> Any:
+def read_config_data(path: str | os.PathLike[str]) -> Any:
     """A run config file's YAML (or JSON) as written, before validation (ConfigError naming the file)."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -6,8 +6,9 @@ that holds the same image, as VLMEvalKit writes repeated images), optional `imag
 a question is a captioning row (COCO_VAL): its `answer` is a stringified list of reference captions. An
 open answer that is a stringified list gives every gold answer. Images are stored once per content.
 
-A row that cannot be used (wrong number of fields, an empty or unusable text, a multi-image cell, an answer
-letter with no option) is a counted skip naming the file, row and column; an image that does not decode, a
+A row that cannot be used (wrong number of fields, an empty or unusable text, a byte that is not UTF-8, a
+multi-image cell, an answer letter with no option) is a counted skip naming the file, row (its line in the
+file) and column; an image that does not decode, a
 cell that is not base64, or a back-reference to an index holding no image is one error naming them.
 """
 
@@ -58,24 +59,38 @@ class _Row:
 
 def _rows(path: Path) -> Iterator[tuple[int, list[str], list[str], tuple[int, int]]]:
     """(row number from 0, header, cells, its first and last line in the file) of each data row;
-    DatasetError naming the file if unreadable."""
+    DatasetError naming the file if unreadable. Bytes that are not UTF-8 come through as lone surrogates
+    (surrogateescape), so that one bad byte is a skip of its row (_not_utf8), not of the file."""
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
             reader = csv.reader(fh, delimiter="\t")
             header = next(reader, None)
             if header is None:
                 raise DatasetError(f"VLMEvalKit TSV {path} is empty; it needs a header row with `index`")
+            bad = _not_utf8(dict(enumerate(header)))
+            if bad is not None:
+                raise DatasetError(
+                    f"{path}: line 1 (the header): column {bad[0] + 1} {bad[1]}; re-save the file as UTF-8"
+                )
             last = reader.line_num
             for k, cells in enumerate(reader):
                 yield k, header, cells, (last + 1, reader.line_num)
                 last = reader.line_num
     except FileNotFoundError:
         raise DataNotFoundError(f"VLMEvalKit TSV {path} not found", path=path) from None
-    except UnicodeDecodeError as e:
-        raise DatasetError(f"VLMEvalKit TSV {path} is not UTF-8 ({e}); re-save it as UTF-8") from None
     except csv.Error as e:
         raise DatasetError(f"VLMEvalKit TSV {path} is not a readable TSV ({e})") from None
+
+
+def _not_utf8(cells: dict[Any, str]) -> tuple[Any, str] | None:
+    """The first column holding a byte that is not UTF-8 (a lone surrogate of surrogateescape) and what
+    to say about it, or None when every cell decoded."""
+    for column, value in cells.items():
+        for ch in value:
+            if "\udc80" <= ch <= "\udcff":
+                return column, f"is not UTF-8 (byte {ord(ch) - 0xDC00:#04x})"
+    return None
 
 
 class _NotTexts(ValueError):
@@ -191,9 +206,9 @@ def load_vlmevalkit(options: DatasetOptions, ctx: LoadContext) -> Dataset:
     for k, header, cells, (first, last) in _rows(path):
         if k == 0 and ("index" not in header or not {"image", "image_path"} & set(header)):
             raise DatasetError(
-                f"{path}: row 0: the header {header} lacks column 'index' or both 'image' and 'image_path'"
+                f"{path}: line 1: the header {header} lacks column 'index' or both 'image' and 'image_path'"
             )
-        label = f"row {k}"
+        label = f"line {first}"  # the file's line, as an editor shows it (the header is line 1)
         if last > first and any("\n" in c and "\t" in c for c in cells):
             # a quoted cell that runs over lines holding tabs: an unbalanced quote ate the rows below it
             why = (
@@ -206,8 +221,12 @@ def load_vlmevalkit(options: DatasetOptions, ctx: LoadContext) -> Dataset:
             skips.add(path, label, f"row has {len(cells)} fields, the header has {len(header)}")
             continue
         row = dict(zip(header, cells, strict=True))
+        bad = _not_utf8(row)
+        if bad is not None:
+            skips.add(path, f"{label}: column {bad[0]!r}", f"{bad[1]}; re-save the file as UTF-8")
+            continue
         ids.add(row["index"], label)
-        label = f"row {k} (index {row['index']})"
+        label = f"line {first} (index {row['index']})"
         image = row.get("image", "")
         if len(image) > BACK_REFERENCE_CHARS and not image.startswith("["):
             # stored even when the row itself is skipped: other rows may refer to its image

@@ -5,6 +5,7 @@ Domains are data, looked up in a dict; nothing elsewhere branches on a domain's 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from argus_eval.errors import DatasetError
@@ -107,6 +108,8 @@ def get_domain(name: str) -> Domain:
     try:
         return DOMAINS[name]
     except KeyError:
+        close = difflib.get_close_matches(name, sorted(DOMAINS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise DatasetError(
-            f"unknown ShapesWorld domain {name!r}; valid: {', '.join(sorted(DOMAINS))}"
+            f"unknown ShapesWorld domain {name!r}{hint}; valid: {', '.join(sorted(DOMAINS))}"
         ) from None

@@ -4,6 +4,7 @@ loaded once), its fingerprint, the plan with what could not load, and the check 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict
 
@@ -19,6 +20,9 @@ from argus_eval.runner.plan.datasets import load_datasets
 from argus_eval.runner.plan.plan import Plan, build_plan
 from argus_eval.runner.store import Store
 from argus_eval.tasks.registry import make_tasks
+
+# the key path a located load error starts with ("models[0].spec", "models[1].tasks.reasoning.spec")
+_KEY = re.compile(r"(models\[\d+\][\w.\[\]]*)")
 
 
 def _info_json(info: ModelInfo) -> str:
@@ -94,8 +98,13 @@ def require_cells(plan: Plan) -> None:
     why = [f"{e['model']} could not load ({e['reason']})" for e in plan.not_loaded]
     why += [f"task {e['task']} has no samples in dataset {e['dataset']}" for e in plan.not_applicable]
     why += [f"{e['model']} cannot run {e['task']} ({e['reason']})" for e in plan.skipped]
+    if plan.not_loaded and not plan.not_applicable and not plan.skipped:
+        # every model failed to load: the fix is in their specs, whose key paths lead each reason
+        keys = sorted({m.group(1) for e in plan.not_loaded if (m := _KEY.match(e["reason"]))})
+        where = ", ".join(keys) or "models[*].spec"
+        fix = f"; no model could load: fix the model spec(s) at {where} in the config"
+    else:
+        fix = "; check the config's tasks and dataset options (e.g. questions_per_image)"
     raise ConfigError(
-        "nothing to evaluate: "
-        + ("; ".join(why) or "no model, task and dataset combine")
-        + "; check the config's tasks and dataset options (e.g. questions_per_image)"
+        "nothing to evaluate: " + ("; ".join(why) or "no model, task and dataset combine") + fix
     )
