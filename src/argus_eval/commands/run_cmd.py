@@ -266,8 +266,9 @@ def cost_table(cost: RunCost) -> Table:
     table.caption = (
         f"corruptions {total['corruptions']:,}, once per image, condition and seed for every model, and "
         f"region extractions {total['region_extractions']:,}, once per image a model reading regions is "
-        "shown (batches: a local model's forward batches; requests: a served model's; judged: answers "
-        "sent to a judge)"
+        "shown (batches: a local model's batches of samples, each one or more forward calls, e.g. an "
+        "image pass and a text pass, which the run line's 'model forward calls' counts; requests: a served "
+        "model's; judged: answers sent to a judge)"
     )
     return table
 
