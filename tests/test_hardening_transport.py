@@ -269,3 +269,15 @@ def test_gzip_bombs_at_concurrency_2_stay_under_1_gb(tmp_path: Path) -> None:
     assert all("over 16,777,216 bytes (decoded)" in f for f in report["failures"]), report["failures"]
     print("peak", report["peak_mb"])
     assert report["peak_mb"] < 1024, report
+
+
+def test_a_response_header_that_is_not_ascii_is_kept_not_a_crash() -> None:
+    """A server's header in UTF-8 or Latin-1 (a proxy's X-Note: café): the answer is read (before: httpx
+    re-encoded the decoded value as ASCII, an UnicodeEncodeError out of generate, not a ModelCallError)."""
+    state = RawState()
+    with serve_raw(state) as url:
+        model = load_model(ModelConfig(name="u", spec=f"api:{url}#m", options={"max_retries": 0}))
+        for value in ("caf\u00c3\u00a9", "caf\u00e9"):  # written as Latin-1: UTF-8 bytes, then Latin-1
+            state.next = raw_json(200, _answer("fine"), {"Content-Type": "application/json", "X-Note": value})
+            assert model.generate([IMAGE], [f"q {value}"], 8) == ["fine"]
+        model.close()

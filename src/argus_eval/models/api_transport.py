@@ -15,7 +15,6 @@ Three bounds, none of which httpx gives by itself:
 
 from __future__ import annotations
 
-import json
 import ssl
 import threading
 import time
@@ -34,14 +33,7 @@ from argus_eval.models.secrets import redact_url
 MAX_BODY_BYTES = 16 * 2**20
 ACCEPT_ENCODING = "gzip, deflate"  # the encodings decoded here (never br or zstd: not bounded here)
 # Headers that describe the body as sent, not as decoded here.
-_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-# What httpx.Client sends beside a request's own headers: the direct path sends the same.
-_CLIENT_HEADERS = {
-    "Accept": "*/*",
-    "Connection": "keep-alive",
-    "User-Agent": f"python-httpx/{httpx.__version__}",
-    "Content-Type": "application/json",
-}
+_WIRE_HEADERS = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 
 
 class BodyError(Exception):
@@ -173,27 +165,39 @@ class Transport:
         with self._deadlines.until(deadline), self._stream(url, body, sent) as r:
             _refuse_non_body(r)
             content = self._read(r, deadline)
-        kept = [(k, v) for k, v in r.headers.multi_items() if k.lower() not in _WIRE_HEADERS]
+        # as bytes: a value decoded from UTF-8 or Latin-1 could not be encoded again (httpx encodes str
+        # header values as ASCII), and one non-ASCII header of the server's was an UnicodeEncodeError
+        kept = [(k.lower(), v) for k, v in r.headers.raw if k.lower() not in _WIRE_HEADERS]
         return httpx.Response(r.status_code, headers=kept, content=content, request=r.request)
 
     @contextmanager
     def _stream(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Iterator[httpx.Response]:
         """The response to POSTing body as JSON, its body not read yet; closed on leaving."""
         target = self._url(url)
-        if self._direct is None or target.userinfo:  # a user:password in the URL: the client's Basic auth
+        # A user:password in the URL (the client's Basic auth), or a cookie a server set (the client's jar
+        # sends it back, as a load balancer's sticky session expects): the client's own way.
+        if self._direct is None or target.userinfo or self._client.cookies:
             with self._client.stream("POST", url, json=body, headers=headers) as r:
                 yield r
             return
-        sent = httpx.Headers(_CLIENT_HEADERS)
+        # The request httpx.Client builds: its default headers, then these (each replacing a default and
+        # moving to the end, as Headers.update does), then json=body's Content-Length and Content-Type.
+        sent = httpx.Headers(self._client.headers)
         sent.update(headers)
-        # the bytes httpx.Client would send for json=body
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         request = httpx.Request(
-            "POST", target, headers=sent, content=content, extensions={"timeout": self._timeout}
+            "POST", target, headers=sent, json=body, extensions={"timeout": self._timeout}
         )
-        r = self._direct.handle_request(request)
+        if self._client.is_closed:  # the client's refusal: the pool would open a new connection
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        try:
+            r = self._direct.handle_request(request)
+        except httpx.RequestError as e:
+            e.request = request  # the client names the failed request on its exceptions
+            raise
         r.request = request
         try:
+            if "set-cookie" in r.headers:  # kept as the client keeps them (its next request sends them)
+                self._client.cookies.extract_cookies(r)
             yield r
         finally:
             r.close()
