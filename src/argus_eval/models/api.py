@@ -141,12 +141,22 @@ class OpenAICompatibleModel:
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self._key_env)
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        if not key:
+            return {}
+        key = key.strip()  # a key read from a file often ends in a newline; no key holds whitespace
+        if not key.isascii() or not key.isprintable():
+            # never sent, never shown: httpx's own error would quote the header value, key and all
+            raise self._fail(
+                f"the API key in ${self._key_env} holds a character an HTTP header cannot carry (a control "
+                "or non-ASCII character); set it to the key alone"
+            )
+        return {"Authorization": f"Bearer {key}"}
 
     def _redact(self, text: str) -> str:
         """text with the API key (and so the Authorization value) and URL credentials masked."""
         key = os.environ.get(self._key_env)
-        return redact_text(text, [*self._url_secrets, *([key] if key else [])])
+        keys = [key, key.strip()] if key else []  # as set, and as sent
+        return redact_text(text, [*self._url_secrets, *keys])
 
     def _fail(self, cause: str) -> ModelCallError:
         return ModelCallError(
