@@ -228,21 +228,25 @@ class Registry(Generic[T]):
                 + (f" {self._group}" if self._group else "")
             )
 
-    def register(self, name: str, obj: T | str | None = None) -> Callable[[T], T]:
-        """Register obj under name; usable as a decorator when obj is None."""
+    def register(self, name: str, obj: T | str | None = None, *, replace: bool = False) -> Callable[[T], T]:
+        """Register obj under name; usable as a decorator when obj is None. A name already registered to
+        another object is a ValueError, unless replace (a notebook cell run again): then obj takes it."""
 
         def deco(o: T) -> T:
-            self._add(name, o)
+            self._add(name, o, replace)
             return o
 
         if obj is not None:
-            self._add(name, obj)
+            self._add(name, obj, replace)
         return deco
 
-    def _add(self, name: str, obj: T | str) -> None:
+    def _add(self, name: str, obj: T | str, replace: bool = False) -> None:
         held = self._entries.get(name, self._cache.get(name))  # a loaded plugin holds its name too
-        if held is not None and held is not obj:
-            raise ValueError(f"{self.kind} {name!r} is already registered")
+        if held is not None and held is not obj and not replace:
+            raise ValueError(
+                f"{self.kind} {name!r} is already registered; pass replace=True to register() to replace "
+                f"it (a notebook cell run again), or unregister({name!r}) first"
+            )
         self._refuse_if_frozen(name)
         # a lazy "module:attr" entry is checked when it is imported
         self._entries[name] = obj if isinstance(obj, str) else self._check(name, obj, "registered")

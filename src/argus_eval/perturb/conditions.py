@@ -108,6 +108,12 @@ class Condition:
         return self.behaviour.uses_seed(self)
 
     @property
+    def identity(self) -> str | None:
+        """What the condition's name stands for beyond its id (a user's perturbation's code or version),
+        or None when the id says it all (every built-in one): see ConditionKind.identity."""
+        return self.behaviour.identity(self)
+
+    @property
     def needs_partner(self) -> bool:
         """Whether a sample is shown another sample's image of its cell (the swap control)."""
         return self.behaviour.needs_partner(self)

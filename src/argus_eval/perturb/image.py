@@ -4,6 +4,12 @@ loss (`resize`) and aspect-ratio squash (`aspect`). Each maps uint8 HxWx3 to uin
 The corruptions come from `imagecorruptions` (PyPI: imagecorruptions-imaug, the maintained fork, bit-identical
 to Hendrycks & Dietterich's code). It draws from NumPy's global random state, so each call seeds it under a
 lock and restores the caller's state afterwards; impulse_noise and glass_blur also take the seed directly.
+
+A perturbation a user registers is held to that contract (a PerturbationError naming it otherwise; the
+reference corruptions' floats and odd sizes are coerced, as their own code expects), and is identified
+beyond its name by its `version` or a fingerprint of its code (`identity`, perturb/identity.py), so a
+rerun recomputes what a changed function made. Registering again under a taken name needs
+``IMAGE_PERTURBATIONS.register(name, p, replace=True)`` (a notebook cell run twice).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from PIL import Image
 
 from argus_eval.data.images import ImageArray, to_rgb_uint8
 from argus_eval.errors import PerturbationError, SampleError, UnknownNameError
+from argus_eval.perturb.identity import code_fingerprint
 from argus_eval.perturb.kinds import SEVERITIES, Condition, ConditionKind
 from argus_eval.registry import Registry
 
@@ -28,14 +35,35 @@ ImageFn = Callable[[ImageArray, int, int], Any]  # (uint8 HxWx3 image, severity 
 
 @dataclass(frozen=True)
 class ImagePerturbation:
-    """A registered image perturbation: its function, family and whether the seed changes its output."""
+    """A registered image perturbation: its function, family and whether the seed changes its output.
+
+    version: what identifies the function beyond its name, for deciding whether a rerun may reuse the
+    records it made; None (the default) uses a fingerprint of its code (perturb/identity.py). Set it to
+    recompute on a change the fingerprint cannot see (a callable object's state, a library's function),
+    or to keep records through a change that computes the same images."""
 
     fn: ImageFn
     family: str
     stochastic: bool
+    version: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.version is not None and not isinstance(self.version, str):
+            raise PerturbationError(
+                f"ImagePerturbation version must be a string or None, not {type(self.version).__name__}"
+            )
 
 
 IMAGE_PERTURBATIONS: Registry[ImagePerturbation] = Registry("image perturbation", base=ImagePerturbation)
+# The perturbations this module registers, by name: their condition id says all a record depends on (their
+# code is the release's), so they keep the keys and stamps they always had, and their output is coerced.
+_BUILT_IN: dict[str, ImagePerturbation] = {}
+
+
+def _register_built_in(name: str, perturbation: ImagePerturbation) -> None:
+    IMAGE_PERTURBATIONS.register(name, perturbation)
+    _BUILT_IN[name] = perturbation
+
 
 IMAGENET_C_NAMES: tuple[str, ...] = (
     "gaussian_noise", "shot_noise", "impulse_noise",
@@ -76,9 +104,7 @@ def _reference(name: str) -> ImageFn:
 
 for _family, _names in _FAMILY.items():
     for _name in _names:
-        IMAGE_PERTURBATIONS.register(
-            _name, ImagePerturbation(_reference(_name), _family, _name not in _DETERMINISTIC)
-        )
+        _register_built_in(_name, ImagePerturbation(_reference(_name), _family, _name not in _DETERMINISTIC))
 
 # Scale of the intermediate image: 224 px becomes 157, 112, 78, 56, 34 px before coming back up.
 RESIZE_SCALES: tuple[float, ...] = (0.7, 0.5, 0.35, 0.25, 0.15)
@@ -110,8 +136,8 @@ def _aspect(image: ImageArray, severity: int, seed: int) -> ImageArray:
     return out
 
 
-IMAGE_PERTURBATIONS.register("resize", ImagePerturbation(_resize, "geometry", stochastic=False))
-IMAGE_PERTURBATIONS.register("aspect", ImagePerturbation(_aspect, "geometry", stochastic=True))
+_register_built_in("resize", ImagePerturbation(_resize, "geometry", stochastic=False))
+_register_built_in("aspect", ImagePerturbation(_aspect, "geometry", stochastic=True))
 
 
 def names() -> list[str]:
@@ -126,6 +152,25 @@ def get(name: str) -> ImagePerturbation:
         return IMAGE_PERTURBATIONS.get(name)
     except UnknownNameError:
         raise PerturbationError(f"unknown image perturbation {name!r}; valid: {', '.join(names())}") from None
+
+
+def is_built_in(name: str, perturbation: ImagePerturbation) -> bool:
+    """Whether perturbation is the one this module registered under name (not a user's, nor a replacement)."""
+    return _BUILT_IN.get(name) is perturbation
+
+
+def identity(name: str) -> str | None:
+    """What image perturbation name stands for beyond its name, stable across processes: None for a
+    built-in one; for a user's, a digest of its family, stochasticity and its `version` (when set) or
+    its code's fingerprint. A record's input stamp carries it, so changed code recomputes its records."""
+    perturbation = get(name)
+    if is_built_in(name, perturbation):
+        return None
+    if perturbation.version is not None:
+        what = ["version", perturbation.version]
+    else:
+        what = ["code", code_fingerprint(perturbation.fn)]
+    return "image:" + code_fingerprint((perturbation.family, bool(perturbation.stochastic), *what))
 
 
 def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArray:
@@ -153,7 +198,9 @@ def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArra
         pad = ((0, max(0, REFERENCE_MIN_SIDE - h)), (0, max(0, REFERENCE_MIN_SIDE - w)), (0, 0))
         padded = np.pad(rgb, pad, mode="symmetric")
     out = perturbation.fn(padded, int(severity), int(seed))
-    return _as_uint8_rgb(out, padded.shape[0], padded.shape[1])[:h, :w].copy()
+    if is_built_in(name, perturbation):
+        return _as_uint8_rgb(out, padded.shape[0], padded.shape[1])[:h, :w].copy()
+    return _checked(out, name, padded)[:h, :w].copy()
 
 
 class ImageKind(ConditionKind):
@@ -174,6 +221,9 @@ class ImageKind(ConditionKind):
     def uses_seed(self, condition: Condition) -> bool:
         return get(condition.name).stochastic  # deterministic corruptions (brightness, ...) ignore it
 
+    def identity(self, condition: Condition) -> str | None:
+        return identity(condition.name)
+
 
 def _as_uint8_rgb(out: Any, h: int, w: int) -> ImageArray:
     """Force uint8 HxWx3 at (h, w): the reference returns floats, PIL images or grey for some inputs."""
@@ -186,3 +236,17 @@ def _as_uint8_rgb(out: Any, h: int, w: int) -> ImageArray:
     if a.shape[:2] != (h, w):
         a = np.asarray(Image.fromarray(a).resize((w, h), Image.Resampling.BILINEAR))
     return np.ascontiguousarray(a)
+
+
+def _checked(out: Any, name: str, given: ImageArray) -> ImageArray:
+    """A user's perturbation's output, held to the contract (uint8 HxWx3 of the size it was given):
+    coercing it would hide a bug (floats in 0..1 truncated to black, a crop stretched back)."""
+    a = out if isinstance(out, np.ndarray) else np.asarray(out) if isinstance(out, Image.Image) else None
+    if a is not None and a.dtype == np.uint8 and a.shape == given.shape:
+        return np.ascontiguousarray(a)
+    what = f"a {a.dtype} array of shape {a.shape}" if a is not None else f"a {type(out).__qualname__}"
+    raise PerturbationError(
+        f"image perturbation {name!r} returned {what}; an image perturbation must return a uint8 HxWx3 "
+        f"array of its input's shape, here {given.shape}: convert with np.clip(x, 0, 255).astype(np.uint8) "
+        "and keep the image's height and width"
+    )

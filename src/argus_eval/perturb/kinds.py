@@ -82,6 +82,14 @@ class ConditionKind:
         """Whether the run seed reaches the inputs (a changed seed then recomputes its records)."""
         return bool(self.changes)
 
+    def identity(self, condition: Condition) -> str | None:
+        """What the condition's name stands for beyond its id, when that can change under the same id
+        (a perturbation a user registered, whose code may change between two runs): a string stable
+        across processes, carried by each record's input stamp and each kept perturbed image's key, so
+        a rerun recomputes what changed code made. None (the default, and every built-in perturbation):
+        the id says it all, and stamps and keys are made of the id alone."""
+        return None
+
     def needs_partner(self, condition: Condition) -> bool:
         """Whether the model is shown another sample's image of the cell instead of its own (swap)."""
         return False

@@ -20,6 +20,7 @@ from numbers import Integral
 from typing import ClassVar
 
 from argus_eval.errors import PerturbationError, UnknownNameError
+from argus_eval.perturb.identity import code_fingerprint
 from argus_eval.perturb.kinds import SEVERITIES, Condition, ConditionKind
 from argus_eval.registry import CALLABLE, Registry
 
@@ -229,12 +230,25 @@ def names() -> list[str]:
     return list(NAMES) + [n for n in TEXT_PERTURBATIONS.names() if n not in NAMES]
 
 
-def perturb(text: str, name: str, severity: int, seed: int) -> str:
-    """Apply text perturbation name at severity 1..5 with seed; same inputs give the same output."""
+def identity(name: str) -> str | None:
+    """None for a built-in text perturbation (its id says it all); for one a user registered, a
+    fingerprint of its code (perturb/identity.py), so a rerun recomputes what changed code made."""
+    fn = _get(name)
+    if _FUNCTIONS.get(name) is fn:
+        return None
+    return "text:" + code_fingerprint(fn)
+
+
+def _get(name: str) -> TextFn:
     try:
-        fn = TEXT_PERTURBATIONS.get(name)
+        return TEXT_PERTURBATIONS.get(name)
     except UnknownNameError:
         raise PerturbationError(f"unknown text perturbation {name!r}; valid: {', '.join(names())}") from None
+
+
+def perturb(text: str, name: str, severity: int, seed: int) -> str:
+    """Apply text perturbation name at severity 1..5 with seed; same inputs give the same output."""
+    fn = _get(name)
     if isinstance(severity, bool) or not isinstance(severity, Integral) or not 1 <= severity <= 5:
         raise PerturbationError(
             f"text perturbation {name!r}: severity {severity!r} is outside 1..5; valid: {', '.join(names())}"
@@ -259,3 +273,6 @@ class TextKind(ConditionKind):
 
     def apply_text(self, condition: Condition, text: str, seed: int) -> str:
         return perturb(text, condition.name, condition.severity, seed)
+
+    def identity(self, condition: Condition) -> str | None:
+        return identity(condition.name)

@@ -107,10 +107,12 @@ def _exception(e: BaseException) -> tuple[bytes | None, str]:
 
 def meaning(behaviour: Any, condition: Any) -> str | None:
     """What condition's name stands for in this process, compared between a parent and its worker: an
-    image corruption's function (module, qualified name, closure constants), family and stochasticity;
-    "listed" for a name its kind lists; None for a name unknown here. A name registered at run time by
-    the caller's script or module is unknown in a worker, and one replaced at run time means another
-    function there: that condition is then applied in the parent."""
+    image corruption's function (module, qualified name, closure constants), family and stochasticity,
+    and for one a user registered its identity (perturb/image.py's identity: its version or code
+    fingerprint, the one its records' stamps carry); "listed" for a name its kind lists; None for a name
+    unknown here. A name registered at run time by the caller's script or module is unknown in a worker,
+    and one replaced at run time means another function there: that condition is then applied in the
+    parent."""
     image = sys.modules.get("argus_eval.perturb.image")  # loaded wherever an ImageKind was unpickled
     if image is not None and isinstance(behaviour, image.ImageKind):
         try:
@@ -120,7 +122,9 @@ def meaning(behaviour: Any, condition: Any) -> str | None:
         fn = corruption.fn
         constants = [_constant(c) for c in getattr(fn, "__closure__", None) or ()]  # _reference's name
         where = f"{getattr(fn, '__module__', None)}:{getattr(fn, '__qualname__', type(fn).__qualname__)}"
-        return f"{where} {constants} {corruption.family} {corruption.stochastic}"
+        said = f"{where} {constants} {corruption.family} {corruption.stochastic}"
+        identity = image.identity(condition.name)  # None for a built-in one: its meaning is as it was
+        return said if identity is None else f"{said} {identity}"
     return "listed" if condition.name in behaviour.names() else None
 
 

@@ -1,8 +1,10 @@
 """Input stamps: what a record was computed from, beyond its cell key, so a stale record is recomputed.
 
 The cell key names model, task, dataset annotations and condition. A record also depends on its image
-file (and a swap partner's) and, for seeded conditions, on the run seed; a stamp digests those, and a
-record whose stamp differs from the current one is recomputed (and counted) instead of served.
+file (and a swap partner's), for seeded conditions on the run seed, and for a perturbation a user
+registered on its code or version (the condition's identity: perturb/kinds.py); a stamp digests those,
+and a record whose stamp differs from the current one is recomputed (and counted) instead of served. A
+built-in condition has no identity, so its stamps are what they always were.
 
 An image enters its stamp by its content's digest, never its path or modification time, so a run folder
 and its data copied elsewhere (new absolute paths, new times) rerun with no model call. Each file is
@@ -33,6 +35,8 @@ class CellStamps(Mapping[str, str]):
 
     def __init__(self, cell: Cell, run_seed: int, partners: Mapping[str, Sample]) -> None:
         self._seed = run_seed if cell.condition.uses_seed else None
+        identity = cell.condition.identity
+        self._identity = () if identity is None else (identity,)  # none: a built-in's stamps unchanged
 
         def path_of(s: Sample | None) -> Path | None:
             return None if s is None or s.image is None else cell.dataset.image_path(s)
@@ -47,7 +51,7 @@ class CellStamps(Mapping[str, str]):
         hit = self._made.get(sample_id)
         if hit is None:
             own, other = self._own[sample_id], self._other[sample_id]
-            hit = fingerprint_of(self._digest(own), self._digest(other), self._seed)
+            hit = fingerprint_of(self._digest(own), self._digest(other), self._seed, *self._identity)
             self._made[sample_id] = hit  # the same value whichever thread stores it
         return hit
 

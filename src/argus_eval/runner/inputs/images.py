@@ -57,6 +57,7 @@ class ImageCache:
         self._bytes = 0
         self._lock = threading.Lock()  # held for bookkeeping only, never while an image is made
         self._making: dict[_Key, Future[tuple[ImageArray, bool]]] = {}
+        self._identities: dict[Condition, str | None] = {}
         self.inside = InsideRoot()  # images are checked against their root once per run, not per question
 
     def get(self, path: Path, sample_id: str, condition: Condition, seed: int) -> ImageArray:
@@ -81,7 +82,7 @@ class ImageCache:
         disk_key = ""
         if self.disk is not None and condition.shows_perturbed_image and stamp[0] >= 0:
             digest = _content_digest(path)
-            disk_key = self.disk.key(digest, condition.id, seed) if digest else ""
+            disk_key = self.disk.key(digest, condition.id, seed, self._identity(condition)) if digest else ""
             read = self.disk.get(disk_key) if disk_key else None
             if read is not None:
                 return read, True
@@ -100,6 +101,13 @@ class ImageCache:
         if disk_key and self.disk is not None:
             self.disk.put(disk_key, image)
         return image, True
+
+    def _identity(self, condition: Condition) -> str | None:
+        """condition's identity (a user's perturbation's code fingerprint), made once per cache: the
+        registry is frozen while a run uses it."""
+        if condition not in self._identities:
+            self._identities[condition] = condition.identity  # the same value whichever thread stores it
+        return self._identities[condition]
 
     def _decode(self, path: Path, stamp: tuple[int, int], sample_id: str) -> ImageArray:
         image, data = read_image(path, sample_id)

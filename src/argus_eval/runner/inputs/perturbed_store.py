@@ -2,9 +2,10 @@
 
 The plan is model-major, and the in-memory image cache (runner/inputs/images.py) is bounded: at COCO size
 every model after the first would corrupt every image again. Kept here, a perturbed image is computed once
-per (source file content, condition, seed, corruption library): a second model, a rerun or a run that
-adds a model reads it back. Entries are raw uint8 arrays, since a compressor costs more per image than
-a corruption at small sizes and reading raw bytes is a fraction of a millisecond.
+per (source file content, condition, seed, corruption library, and the code of a perturbation a
+user registered): a second model, a rerun or a run that adds a model reads it back. Entries are raw
+uint8 arrays, since a compressor costs more per image than a corruption at small sizes and reading raw
+bytes is a fraction of a millisecond.
 
 Nothing read here is trusted: an entry carries a digest of its pixels, checked on read, and an entry
 that is short, damaged or of another shape is recomputed and counted, never used. A disk that is full
@@ -82,9 +83,12 @@ class PerturbedStore:
             setattr(self.counts, name, getattr(self.counts, name) + 1)
 
     @staticmethod
-    def key(source_digest: str, condition_id: str, seed: int) -> str:
-        """The entry name of source_digest's image under condition_id with seed."""
+    def key(source_digest: str, condition_id: str, seed: int, identity: str | None = None) -> str:
+        """The entry name of source_digest's image under condition_id with seed; identity: what a user's
+        perturbation stands for beyond its id (its code's fingerprint), None for a built-in one."""
         parts = [FORMAT_VERSION, source_digest, condition_id, seed, _library_versions()]
+        if identity is not None:  # appended only when there is one: a built-in's entries keep their names
+            parts.append(identity)
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
