@@ -48,9 +48,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from synthetic_sets import write_clevr as write_clevr_folder
 from synthetic_sets import write_karpathy
 
+from argus_eval.data.atomic import atomic_write_text
+
 COCO_IMAGES = 5000
 CLEVR_QUESTIONS = 150_000
 QUESTIONS_PER_IMAGE = 10
+
+
+FIX_CACHE = "pass --cache a folder this user can write"
 
 
 def default_cache() -> Path:
@@ -86,7 +91,8 @@ def _subset(full: Path, key: str, n: int) -> Path:
     if not path.exists():
         top = json.loads(full.read_text())
         top[key] = top[key][:n]
-        path.write_text(json.dumps(top))
+        # whole or not at all: a file cut by Ctrl-C would be taken as written by every later run
+        atomic_write_text(path, json.dumps(top))
     return path
 
 
@@ -218,8 +224,13 @@ def main() -> None:
         check_estimate(args, scale)
         return
     t0 = time.perf_counter()
-    write_coco(args.cache / "coco", COCO_IMAGES)
-    write_clevr(args.cache / "clevr", CLEVR_QUESTIONS)
+    try:
+        write_coco(args.cache / "coco", COCO_IMAGES)
+        write_clevr(args.cache / "clevr", CLEVR_QUESTIONS)
+    except OSError as e:
+        raise SystemExit(
+            f"error: --cache {args.cache}: cannot write the synthetic data there ({e}); {FIX_CACHE}"
+        ) from None
     print(f"data ready in {args.cache} ({time.perf_counter() - t0:.1f} s)", flush=True)
     sizes = [float(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
@@ -257,7 +268,12 @@ def _fresh_run(args: argparse.Namespace, **kw: Any) -> dict[str, Any]:
     kw = {"models": ["null"], "perturbations": [], "tasks": [], **kw}
     cmd = [sys.executable, __file__, "--one", json.dumps(kw), "--cache", str(args.cache)]
     cmd += ["--sleep-ms", str(args.sleep_ms), "--batch-size", str(args.batch_size)]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if done.returncode != 0:  # one line: the child's last, which names what went wrong
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        if "PermissionError" in last or "Read-only" in last:
+            last += f"; {FIX_CACHE}"
+        raise SystemExit(f"error: the run of {kw['task']} at {kw['fraction']:.4g} of its set failed: {last}")
     row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return row
 
@@ -290,7 +306,13 @@ def _calibrate(args: argparse.Namespace, rows: list[dict[str, Any]], scale: floa
         print(f"{'':10s} {row['corruptions']} corruptions: {per_corruption:.3f} ms each beyond the records")
     size = "quick sizes" if args.quick else "full sizes"
     how = f"bench_scale ({size}, {time.strftime('%Y-%m-%d')})"
-    write_calibration(per, how, per_corruption_ms=per_corruption)
+    try:
+        write_calibration(per, how, per_corruption_ms=per_corruption)
+    except OSError as e:  # the figures are printed above and here: a rerun is not needed to read them
+        raise SystemExit(
+            f"error: cannot write {CALIBRATION} ({e.strerror or e}): make it a writable file (or set HOME); "
+            f"measured per record: {json.dumps(per)}, per corruption: {per_corruption}"
+        ) from None
     print(f"harness cost per record written to {CALIBRATION}: " + json.dumps(per))
 
 
@@ -299,7 +321,7 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
     two null models, retrieval and captioning on 1/4 of the COCO-like images, the default perturbations
     and the controls (blank, swap)."""
     from argus_eval.runner.plan.dryrun import describe_plan
-    from argus_eval.runner.plan.harness_cost import estimate
+    from argus_eval.runner.plan.harness_cost import estimate, why_no_estimate
 
     shape: dict[str, Any] = {
         "task": "retrieval",
@@ -312,7 +334,9 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
     cost = describe_plan(_spec_of(args, {"tasks": [], **shape}))[3]
     found = estimate(cost.records_by_task, corruptions=cost.corruptions)
     if found is None:
-        raise SystemExit("no calibration for this machine: run `python benchmarks/bench_scale.py` first")
+        raise SystemExit(
+            f"error: no estimate: {why_no_estimate(cost.records_by_task, corruptions=cost.corruptions)}"
+        )
     row = _fresh_run(args, **shape)
     _print_row(row)
     print(
@@ -324,4 +348,9 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # what is written is whole: the data's marker and every file come last
+        raise SystemExit(
+            "interrupted: run the same command again; unfinished synthetic data is written again"
+        ) from None

@@ -42,6 +42,8 @@ from typing import Any
 import yaml
 from synthetic_sets import write_clevr, write_karpathy, write_vcr, write_visual_genome
 
+from argus_eval.data.atomic import atomic_write_text
+
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "paper.yaml"
 MARKERS = ".paper_layout"
 PHOTO = (64, 48)
@@ -205,7 +207,11 @@ def write_entry(root: Path, entry: dict[str, Any], scale: float) -> dict[str, in
         "complete": True,
     }
     marker = root / MARKERS / f"{name}.json"
-    old = json.loads(marker.read_text()) if marker.exists() else None
+    try:
+        old = json.loads(marker.read_text()) if marker.exists() else None
+        written = [] if old is None else [str(rel) for rel in old["written"]]
+    except (ValueError, KeyError, TypeError) as e:
+        raise LayoutError(f"{marker} is unreadable ({e}): give a new folder") from None
     if old == done:
         return n
     if old is None:
@@ -213,20 +219,21 @@ def write_entry(root: Path, entry: dict[str, Any], scale: float) -> dict[str, in
             if p.exists():
                 raise LayoutError(f"{p} exists and was not written by paper_layout.py: give a new folder")
     else:
-        for rel in old["written"]:  # ours, as the marker says: written again from scratch
+        for rel in written:  # ours, as the marker says: written again from scratch
             _remove(root / rel)
     marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({**done, "complete": False}, indent=1))
+    # whole or not at all: a marker cut by Ctrl-C would leave the folder neither ours nor usable
+    atomic_write_text(marker, json.dumps({**done, "complete": False}, indent=1))
     how.write(root, entry, n, paper.style)
-    marker.write_text(json.dumps(done, indent=1))
+    atomic_write_text(marker, json.dumps(done, indent=1))
     return n
 
 
 def write_layout(root: Path, scale: float = 1.0, config: Path = CONFIG) -> dict[str, dict[str, int]]:
     """Write every dataset entry of config under root at scale (see write_entry); returns the counts
     written per dataset name."""
-    if not scale > 0:
-        raise LayoutError(f"--scale {scale}: give a number above 0 (1.0 is the paper's counts)")
+    if not 0 < scale < 1e6:  # NaN, an infinity or a count no disk holds
+        raise LayoutError(f"--scale {scale}: give a number above 0 and below 1e6 (1.0 is the paper's counts)")
     return {str(e.get("name")): write_entry(root, e, scale) for e in _entries(config)}
 
 
@@ -241,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         counts = write_layout(args.dir, args.scale, args.config)
     except LayoutError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a folder that cannot be written, a config that cannot be read
+        fix = "give a config file" if e.filename == str(args.config) else "give a folder this user can write"
+        print(f"error: {e.filename or args.dir}: {e.strerror or e}; {fix}", file=sys.stderr)
+        return 2
+    except yaml.YAMLError as e:
+        print(f"error: {args.config} is not valid YAML ({e}); give a config file", file=sys.stderr)
         return 2
     for name, n in counts.items():
         print(f"{name}: " + ", ".join(f"{k} {v:,}" for k, v in n.items()))

@@ -16,7 +16,7 @@ from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
 from argus_eval.runner.plan.dryrun_cost import RunCost
-from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate
+from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate, why_no_estimate
 
 if TYPE_CHECKING:  # the runner's pipeline is imported when a run starts, not with the CLI
     from argus_eval.runner.pipeline import RunOutcome
@@ -283,21 +283,22 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def estimate_line(found: HarnessEstimate | None) -> str:
+def estimate_line(found: HarnessEstimate | str | None) -> str:
     """The dry run's time estimate, marked as one, with how it was made (or why there is none)."""
-    if found is None:
-        return (
-            "estimate: none for this machine yet; `python benchmarks/bench_scale.py` measures the "
-            "harness cost per record here and the dry run uses it"
-        )
-    left = f"; not covered: {found.uncovered}" if found.uncovered else ""
+    if found is None or isinstance(found, str):
+        why = found or "none for this machine yet; run `python benchmarks/bench_scale.py` to measure it"
+        return f"estimate of the harness time: {why}"
+    left = ""
+    if found.uncovered:
+        tasks = ", ".join(f"{t} ({n:,} records)" for t, n in found.uncovered.items())
+        left = f"; not covered (no cost per record measured, so not counted): {tasks}"
     if found.uncovered_corruptions:
         n = found.uncovered_corruptions
         left += f"; not covered: {n:,} corruptions (no cost per corruption measured)"
     return (
-        f"estimate (harness only, this machine): {duration(found.seconds)}, from the harness cost per "
-        f"record that {found.how} measured; each model's forward time comes on top (`argus profile` "
-        f"measures it){left}"
+        f"estimate (harness only, this machine): {duration(found.seconds)}, the planned records and "
+        f"corruptions times the harness cost of each that {found.how} measured; each model's forward "
+        f"time comes on top (`argus profile` measures it){left}"
     )
 
 
@@ -308,9 +309,15 @@ def dry_run_plan(
     from argus_eval.runner.plan.dryrun import describe_plan
 
     rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
-    found = estimate(cost.records_by_task, corruptions=cost.corruptions)
+    made = estimate(cost.records_by_task, corruptions=cost.corruptions)
+    # why there is none, naming the file and the fix (the counts are printed all the same)
+    found = made if made is not None else why_no_estimate(cost.records_by_task, corruptions=cost.corruptions)
     if as_json:
-        priced = {**cost.to_json(), "estimate": None if found is None else found.to_json()}
+        priced = {
+            **cost.to_json(),
+            "estimate": None if made is None else made.to_json(),
+            "no_estimate": found if isinstance(found, str) else None,
+        }
         out = {"cells": rows, "skipped": skipped, "blind_baselines": baselines, "cost": priced}
         sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
         return
@@ -338,7 +345,7 @@ def dry_run_plan(
         )  # fmt: skip
     console.print(table)
     console.print(cost_table(cost))
-    console.print(estimate_line(found), markup=False, highlight=False)
+    console.print(estimate_line(found), markup=False, highlight=False, soft_wrap=True)
     for s in skipped:
         who = f"{s.get('model', '?')} / {s.get('task', '?')}"
         console.print(f"left out: {who}: {s['reason']}", markup=False, highlight=False)

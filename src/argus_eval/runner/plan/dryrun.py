@@ -119,10 +119,12 @@ def describe_plan(
         )
         row["conditions"] += 1
         row["calls"] += calls
+    # the tasks whose options name a judge (plan.judges is filled by the run's planning, not build_plan)
+    judged = {t.name for t in cfg.tasks if getattr(t, "judge", None) is not None}
     cost = run_cost(
         plan.cells,
         is_served,
-        set(plan.judges),
+        judged,
         lambda m: _regions_of(infos.get(m.load_key())) is not None,
     )
     return list(rows.values()), skipped + plan.skipped, baseline_rows(datasets, tasks), cost

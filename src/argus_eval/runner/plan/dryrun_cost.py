@@ -17,6 +17,18 @@ from typing import Any
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.plan.plan import Cell
+from argus_eval.tasks.judge import Judged
+
+
+def _judged(c: Cell, asked: dict[tuple[str, int], int]) -> int:
+    """The cell's samples a judge would read: the run asks the task per answer, and a multiple-choice
+    item is scored exactly, never judged (asked once per task and sample list: conditions share it)."""
+    key = (c.task.name, id(c.samples))
+    if key not in asked:
+        task = c.task
+        judge = task.judge_item if isinstance(task, Judged) else None
+        asked[key] = 0 if judge is None else sum(judge(s, {}) is not None for s in c.samples)
+    return asked[key]
 
 
 @dataclass
@@ -63,6 +75,7 @@ def run_cost(
     cost = RunCost()
     corrupted: set[tuple[str, str, str, str]] = set()
     regions: set[tuple[str, str, str, str, str]] = set()
+    judgeable: dict[tuple[str, int], int] = {}
     for c in cells:
         mc = cost.models.setdefault(c.model.name, ModelCost())
         n = len(c.samples)
@@ -74,7 +87,7 @@ def run_cost(
         else:
             mc.batches += math.ceil(n / c.model.batch_size) if n else 0
         if c.task.name in judged_tasks:
-            mc.judged += n
+            mc.judged += _judged(c, judgeable)
         # asked once per cell, not per sample: a paper-sized plan has millions of samples in its cells
         perturbed, regioned = c.condition.shows_perturbed_image, reads_regions(c.model)
         if not (perturbed or regioned):

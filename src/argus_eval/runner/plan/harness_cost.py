@@ -14,6 +14,7 @@ machine (processor or core count) is not used. The cost of a corruption is the d
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,69 @@ def _machine() -> dict[str, Any]:
     return {"processor": hw["processor"], "logical_cores": hw["logical_cores"]}
 
 
+FIX = "run `python benchmarks/bench_scale.py` on this machine to measure it"
+
+
+# the harness takes milliseconds per record or corruption: a figure above a minute is not a measurement
+# (and would print a time of hundreds of digits)
+MAX_MS = 60_000
+
+
+class CalibrationError(ValueError):
+    """The calibration file holds something bench_scale does not write (named, with the fix)."""
+
+
+def _figure(value: object, what: str) -> float:
+    # a figure is a finite number of milliseconds, at least 0: a string, a bool, NaN, an infinity or a
+    # negative number would print as a time ("nan h", "-3.0 s") and make the dry run's JSON invalid
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CalibrationError(f"{what} is {shown}, not a number")
+    try:
+        ms = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        ms = math.inf
+    if not 0 <= ms <= MAX_MS:  # NaN fails this too
+        raise CalibrationError(f"{what} is {shown}, not a number of ms from 0 to {MAX_MS:,}")
+    return ms
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a calibration file holds, checked."""
+
+    machine: dict[str, Any]
+    per_record_ms: dict[str, float]
+    per_corruption_ms: float | None
+    how: str
+
+
+def read_calibration(path: Path) -> Calibration:
+    """The calibration at path; OSError when it cannot be read, CalibrationError when it is not what
+    bench_scale writes."""
+    data = path.read_bytes()
+    try:
+        body = json.loads(data.decode())
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, or nested past the parser's depth
+        raise CalibrationError(f"not JSON ({type(e).__name__}: {str(e)[:80]})") from None
+    if not isinstance(body, dict):
+        raise CalibrationError(f"a JSON {type(body).__name__}, not an object")
+    machine, per, how = body.get("machine"), body.get("per_record_ms"), body.get("how")
+    if not isinstance(machine, dict):
+        raise CalibrationError("no 'machine' object")
+    if not isinstance(per, dict):
+        raise CalibrationError("no 'per_record_ms' object")
+    if not isinstance(how, str):
+        raise CalibrationError("no 'how' text")
+    found = body.get("per_corruption_ms")
+    return Calibration(
+        machine,
+        {str(t): _figure(v, f"per_record_ms[{t!r}]") for t, v in per.items()},
+        None if found is None else _figure(found, "per_corruption_ms"),
+        how,
+    )
+
+
 def write_calibration(
     per_record_ms: dict[str, float],
     how: str,
@@ -41,12 +105,10 @@ def write_calibration(
     kept: dict[str, float] = {}
     kept_corruption: float | None = None
     try:
-        old = json.loads(path.read_text())
-        if old["machine"] == _machine():
-            kept = {str(k): float(v) for k, v in old["per_record_ms"].items()}
-            found = old.get("per_corruption_ms")
-            kept_corruption = None if found is None else float(found)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        old = read_calibration(path)
+        if old.machine == _machine():
+            kept, kept_corruption = old.per_record_ms, old.per_corruption_ms
+    except (OSError, CalibrationError):
         pass  # none yet, or unreadable: written afresh
     path.parent.mkdir(parents=True, exist_ok=True)
     corruption = kept_corruption if per_corruption_ms is None else per_corruption_ms
@@ -56,7 +118,7 @@ def write_calibration(
         "per_corruption_ms": corruption,
         "how": how,
     }
-    atomic_write_text(path, json.dumps(body, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(path, json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 @dataclass(frozen=True)
@@ -80,24 +142,57 @@ class HarnessEstimate:
         }
 
 
-def estimate(
-    records_by_task: dict[str, int], path: Path = CALIBRATION, *, corruptions: int = 0
-) -> HarnessEstimate | None:
-    """The estimate from the calibration at path for the planned records (by task) and corruptions;
-    None when there is none for this machine (or it is unreadable: an estimate is never worth an
-    error)."""
+def _where(machine: dict[str, Any]) -> str:
+    return f"{machine.get('processor', '?')}, {machine.get('logical_cores', '?')} cores"
+
+
+def estimate_or_why(
+    records_by_task: dict[str, int], path: Path | None = None, *, corruptions: int = 0
+) -> HarnessEstimate | str:
+    """The estimate from the calibration at path (default CALIBRATION) for the planned records (by task)
+    and corruptions, or why there is none, naming the file and the fix (an estimate is never worth an
+    error: the dry run still prints its counts)."""
+    path = CALIBRATION if path is None else path
     try:
-        calib = json.loads(path.read_text())
-        per = {str(k): float(v) for k, v in calib["per_record_ms"].items()}
-        if calib["machine"] != _machine():
-            return None
-        how = str(calib["how"])
-        found = calib.get("per_corruption_ms")
-        per_corruption = None if found is None else float(found)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+        calib = read_calibration(path)
+    except FileNotFoundError:
+        return f"none for this machine yet ({path} does not exist); {FIX}"
+    except OSError as e:
+        return f"none: {path} cannot be read ({e.strerror or e}); remove it, then {FIX}"
+    except CalibrationError as e:
+        return f"none: {path} is not a calibration bench_scale wrote ({e}); remove it, then {FIX}"
+    if calib.machine != _machine():
+        return (
+            f"none for this machine: {path} was measured on {_where(calib.machine)}, this is "
+            f"{_where(_machine())}; {FIX}"
+        )
+    per, per_corruption = calib.per_record_ms, calib.per_corruption_ms
     seconds = sum(n * per[t] / 1000 for t, n in records_by_task.items() if t in per)
     uncovered = {t: n for t, n in sorted(records_by_task.items()) if t not in per}
-    if per_corruption is None:
-        return HarnessEstimate(seconds, uncovered, how, corruptions)
-    return HarnessEstimate(seconds + corruptions * per_corruption / 1000, uncovered, how)
+    if uncovered and len(uncovered) == len(records_by_task) and any(uncovered.values()):
+        # a time from the corruptions alone, or 0 s, would read as the run's
+        tasks = ", ".join(uncovered)
+        return (
+            f"none: {path} holds no cost per record for this plan's tasks ({tasks}): "
+            "`python benchmarks/bench_scale.py` measures retrieval, captioning and reasoning"
+        )
+    left = corruptions
+    if per_corruption is not None:
+        seconds, left = seconds + corruptions * per_corruption / 1000, 0
+    return HarnessEstimate(seconds, uncovered, calib.how, left)
+
+
+def estimate(
+    records_by_task: dict[str, int], path: Path | None = None, *, corruptions: int = 0
+) -> HarnessEstimate | None:
+    """estimate_or_why's estimate; None when there is none."""
+    found = estimate_or_why(records_by_task, path, corruptions=corruptions)
+    return None if isinstance(found, str) else found
+
+
+def why_no_estimate(
+    records_by_task: dict[str, int], path: Path | None = None, *, corruptions: int = 0
+) -> str:
+    """Why estimate() gave none: estimate_or_why's reason."""
+    found = estimate_or_why(records_by_task, path, corruptions=corruptions)
+    return found if isinstance(found, str) else f"none from {CALIBRATION if path is None else path}; {FIX}"
