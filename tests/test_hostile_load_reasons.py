@@ -89,7 +89,7 @@ def test_a_first_stage_that_cannot_load_names_why(
     cfg["tasks"] = [{"name": "retrieval", "shortlist": 2, "first_stage": f"hf:{gone}"}]
     path = _write(tmp_path, cfg)
     line = _cli(["run", "-c", str(path), "--out", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
-    assert line == (
-        f"error: retrieval option first_stage='hf:{gone}' cannot be loaded: model 'hf:{gone}': "
+    assert line == (  # a config error found while running still names the config file
+        f"error: {path}: retrieval option first_stage='hf:{gone}' cannot be loaded: model 'hf:{gone}': "
         f"directory {gone} does not exist"
     )

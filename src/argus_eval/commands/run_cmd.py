@@ -196,12 +196,13 @@ def print_outcome(console: Console, outcome: RunOutcome, out_dir: Path) -> None:
 def _said_once(outcome: RunOutcome) -> Callable[[str], str]:
     """A filter for the printed lines that leaves the reason a checkpoint could not load (often several
     sentences, e.g. that an object: spec needs argus_eval.evaluate) in full only on its "not loaded:"
-    line: the notes and the failed and incomplete lines each quote it too, and once is enough."""
+    line and on the model's "failed:" line (the one line per failing model that logs are searched for):
+    the notes and the incomplete lines quote it too, and those say where to read it instead."""
     failures = outcome.results.failures
     reasons = sorted({e.reason for e in failures.not_loaded} if failures is not None else (), key=len)
 
     def said(line: str) -> str:
-        if line.startswith("not loaded: "):
+        if line.startswith(("not loaded: ", "failed: ")):
             return line
         for reason in reversed(reasons):  # the longest first, should one reason hold another
             if reason:
