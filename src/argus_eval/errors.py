@@ -1,11 +1,21 @@
 """One exception type per failure kind. Every message names the file, key or sample and the fix.
 
-The CLI turns any ArgusError into one line on stderr and exit status 2.
+The CLI turns any ArgusError into one line on stderr and exit status 2. `did_you_mean` is the hint an
+unknown name's line carries.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
+
+
+def did_you_mean(name: str, choices: Iterable[str], prefix: str = "") -> str:
+    """ " (did you mean 'X'?)" for the choice closest to a mistyped name (X with prefix, e.g. "zoo:"),
+    or "" when none is close: the hint every unknown-name line carries."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {prefix + close[0]!r}?)" if close else ""
 
 
 class ArgusError(Exception):

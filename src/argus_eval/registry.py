@@ -22,7 +22,6 @@ an imported lazy entry or a loaded plugin is kept in a cache beside them.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from collections.abc import Callable, Iterator
@@ -33,7 +32,7 @@ from importlib import metadata
 from typing import Any, ClassVar, Generic, TypeVar, cast
 from weakref import WeakSet
 
-from argus_eval.errors import ArgusError, PluginError, RegistryError, UnknownNameError
+from argus_eval.errors import ArgusError, PluginError, RegistryError, UnknownNameError, did_you_mean
 
 T = TypeVar("T")
 # The base type of a registry of functions (or classes called as one): what is callable.
@@ -284,8 +283,7 @@ class Registry(Generic[T]):
             if name not in self._cache:
                 self._cache[name] = self._load_plugin(name, plugins[name])
             return self._cache[name]
-        close = difflib.get_close_matches(name, self.names(), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, self.names())
         raise UnknownNameError(f"unknown {self.kind} {name!r}{hint}; valid: {', '.join(self.names())}")
 
     def _resolved(self, name: str) -> T:

@@ -8,14 +8,13 @@ zoo wing; the model wing owns reading them, so that loading a zoo model imports 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from argus_eval.errors import CheckpointError, ModelLoadError
+from argus_eval.errors import CheckpointError, ModelLoadError, did_you_mean
 
 
 def _shipped(folder: str) -> Path:
@@ -101,8 +100,7 @@ def zoo_dir(name: str) -> Path:
     if not (d / "config.json").is_file():
         # not in the manifest: `argus zoo train` knows no such model either, so list the ones it knows
         known = sorted(read_manifest().get("models", {}))
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" (did you mean 'zoo:{close[0]}'?)" if close else ""
+        hint = did_you_mean(name, known, prefix="zoo:")
         raise ModelLoadError(
             f"model 'zoo:{name}': unknown zoo model {name!r}{hint}; valid: {', '.join(known) or 'none'}",
             key="spec",

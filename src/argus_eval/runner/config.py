@@ -7,7 +7,6 @@ models, once, in resolve(): everything downstream reads the typed RunSpec and pa
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from argus_eval.data.formats import FORMATS, DatasetOptions, format_spec
-from argus_eval.errors import ArgusError, ConfigError
+from argus_eval.errors import ArgusError, ConfigError, did_you_mean
 from argus_eval.models.secrets import redact_text
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import Condition
@@ -293,8 +292,7 @@ def _unknown_key(loc: str, parts: Sequence[int | str], root: type[BaseModel] | N
     """The line for an unknown key: "unknown key 'datasetz' (did you mean 'datasets'?); valid: ..."
     (the valid keys listed when they are few)."""
     valid = _fields_at(root, parts[:-1])
-    close = difflib.get_close_matches(str(parts[-1]), valid, n=1) if parts else []
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(str(parts[-1]), valid) if parts else ""
     listed = f"; valid: {', '.join(valid)}" if valid and len(valid) <= 20 else ""
     return f"unknown key {loc!r}{whose}{hint}{listed}"
 

@@ -5,10 +5,9 @@ Domains are data, looked up in a dict; nothing elsewhere branches on a domain's 
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
-from argus_eval.errors import DatasetError
+from argus_eval.errors import DatasetError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -108,8 +107,7 @@ def get_domain(name: str) -> Domain:
     try:
         return DOMAINS[name]
     except KeyError:
-        close = difflib.get_close_matches(name, sorted(DOMAINS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, sorted(DOMAINS))
         raise DatasetError(
             f"unknown ShapesWorld domain {name!r}{hint}; valid: {', '.join(sorted(DOMAINS))}"
         ) from None
