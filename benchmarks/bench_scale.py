@@ -321,7 +321,7 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
     two null models, retrieval and captioning on 1/4 of the COCO-like images, the default perturbations
     and the controls (blank, swap)."""
     from argus_eval.runner.plan.dryrun import describe_plan
-    from argus_eval.runner.plan.harness_cost import estimate, why_no_estimate
+    from argus_eval.runner.plan.harness_cost import estimate_or_why
 
     shape: dict[str, Any] = {
         "task": "retrieval",
@@ -332,11 +332,9 @@ def check_estimate(args: argparse.Namespace, scale: float) -> None:
     }
     write_coco(args.cache / "coco", COCO_IMAGES)
     cost = describe_plan(_spec_of(args, {"tasks": [], **shape}))[3]
-    found = estimate(cost.records_by_task, corruptions=cost.corruptions)
-    if found is None:
-        raise SystemExit(
-            f"error: no estimate: {why_no_estimate(cost.records_by_task, corruptions=cost.corruptions)}"
-        )
+    found = estimate_or_why(cost.records_by_task, corruptions=cost.corruptions)
+    if isinstance(found, str):
+        raise SystemExit(f"error: no estimate: {found}")
     row = _fresh_run(args, **shape)
     _print_row(row)
     print(

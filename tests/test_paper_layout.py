@@ -32,7 +32,7 @@ import yaml
 
 from argus_eval.cli import main
 from argus_eval.commands import run_cmd
-from argus_eval.runner.plan.harness_cost import estimate, write_calibration
+from argus_eval.runner.plan.harness_cost import estimate_or_why, write_calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "paper_layout.py"
@@ -148,7 +148,7 @@ def test_the_dry_run_plans_every_model_on_every_dataset_with_the_hand_counts(
     calibration = tmp_path / "harness_cost.json"  # this machine's, as bench_scale writes it
     per_ms = {"retrieval": 2.0, "captioning": 3.0, "reasoning": 0.5}
     write_calibration(per_ms, "bench_scale (test)", calibration)
-    monkeypatch.setattr(run_cmd, "estimate", partial(estimate, path=calibration))
+    monkeypatch.setattr(run_cmd, "estimate_or_why", partial(estimate_or_why, path=calibration))
     plan = json.loads(_dry_run(layout, monkeypatch, capsys, "--json"))
     samples = _samples()
     models = [m["name"] for m in yaml.safe_load(CONFIG.read_text())["models"]]

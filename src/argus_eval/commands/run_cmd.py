@@ -16,7 +16,7 @@ from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
 from argus_eval.runner.plan.dryrun_cost import RunCost
-from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate, why_no_estimate
+from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate_or_why
 
 if TYPE_CHECKING:  # the runner's pipeline is imported when a run starts, not with the CLI
     from argus_eval.runner.pipeline import RunOutcome
@@ -284,11 +284,10 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def estimate_line(found: HarnessEstimate | str | None) -> str:
+def estimate_line(found: HarnessEstimate | str) -> str:
     """The dry run's time estimate, marked as one, with how it was made (or why there is none)."""
-    if found is None or isinstance(found, str):
-        why = found or "none for this machine yet; run `python benchmarks/bench_scale.py` to measure it"
-        return f"estimate of the harness time: {why}"
+    if isinstance(found, str):
+        return f"estimate of the harness time: {found}"
     left = ""
     if found.uncovered:
         tasks = ", ".join(f"{t} ({n:,} records)" for t, n in found.uncovered.items())
@@ -310,9 +309,9 @@ def dry_run_plan(
     from argus_eval.runner.plan.dryrun import describe_plan
 
     rows, skipped, baselines, cost = describe_plan(configured(cfg_path, overrides))
-    made = estimate(cost.records_by_task, corruptions=cost.corruptions)
-    # why there is none, naming the file and the fix (the counts are printed all the same)
-    found = made if made is not None else why_no_estimate(cost.records_by_task, corruptions=cost.corruptions)
+    # the estimate, or why there is none naming the file and the fix (the counts are printed all the same)
+    found = estimate_or_why(cost.records_by_task, corruptions=cost.corruptions)
+    made = None if isinstance(found, str) else found
     if as_json:
         priced = {
             **cost.to_json(),

@@ -188,11 +188,3 @@ def estimate(
     """estimate_or_why's estimate; None when there is none."""
     found = estimate_or_why(records_by_task, path, corruptions=corruptions)
     return None if isinstance(found, str) else found
-
-
-def why_no_estimate(
-    records_by_task: dict[str, int], path: Path | None = None, *, corruptions: int = 0
-) -> str:
-    """Why estimate() gave none: estimate_or_why's reason."""
-    found = estimate_or_why(records_by_task, path, corruptions=corruptions)
-    return found if isinstance(found, str) else f"none from {CALIBRATION if path is None else path}; {FIX}"
