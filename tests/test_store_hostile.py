@@ -16,28 +16,9 @@ import pytest
 
 from argus_eval.errors import OutputError, StoreError
 from argus_eval.runner.store import Store
-from argus_eval.tasks.records import Record
+from store_fixtures import batch, hold_write_lock, records_per_batch
 
 BATCH = 5
-
-
-def _batch(b: int, size: int = BATCH, chars: int = 100) -> list[Record]:
-    return [Record(f"b{b:03d}_{i}", {"text": f"{b}:" + "x" * chars}) for i in range(size)]
-
-
-def _whole_batches(st: Store, cell: str) -> dict[str, int]:
-    """Records per batch prefix: a consistent store holds every batch whole or not at all."""
-    per: dict[str, int] = {}
-    for sid in st.done_ids(cell):
-        per[sid.split("_")[0]] = per.get(sid.split("_")[0], 0) + 1
-    return per
-
-
-def _hold_write_lock(path: Path) -> sqlite3.Connection:
-    """Another run's connection in the middle of its own write: ours waits for it (a slow disk)."""
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    return other
 
 
 def test_ctrl_c_while_a_write_waits_for_another_runs_lock_leaves_no_transaction_open(tmp_path: Path) -> None:
@@ -46,7 +27,7 @@ def test_ctrl_c_while_a_write_waits_for_another_runs_lock_leaves_no_transaction_
     # otherwise be told the file is damaged, and other runs would wait on a lock nobody releases.
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
-        other = _hold_write_lock(path)
+        other = hold_write_lock(path)
         main = threading.get_ident()
 
         def interrupt_then_release() -> None:
@@ -59,15 +40,15 @@ def test_ctrl_c_while_a_write_waits_for_another_runs_lock_leaves_no_transaction_
         t.start()
         try:
             with pytest.raises(KeyboardInterrupt):
-                st.write("c", _batch(0))
+                st.write("c", batch(0, BATCH))
         finally:
             t.join()
         assert not st._db.in_transaction  # the write lock is free for other runs
-        st.write("c", _batch(1))  # the next write works: nothing is called damaged
-        assert _whole_batches(st, "c") in ({"b001": BATCH}, {"b000": BATCH, "b001": BATCH})
+        st.write("c", batch(1, BATCH))  # the next write works: nothing is called damaged
+        assert records_per_batch(st, "c") in ({"b001": BATCH}, {"b000": BATCH, "b001": BATCH})
     other.close()
     with Store(path) as st:
-        assert set(_whole_batches(st, "c").values()) == {BATCH}
+        assert set(records_per_batch(st, "c").values()) == {BATCH}
 
 
 def test_full_disk_mid_batch_keeps_every_batch_whole_and_the_store_reopens(tmp_path: Path) -> None:
@@ -78,16 +59,16 @@ def test_full_disk_mid_batch_keeps_every_batch_whole_and_the_store_reopens(tmp_p
         written = 0
         with pytest.raises(OutputError) as err:
             for b in range(50):
-                st.write("c", _batch(b, chars=1500))
+                st.write("c", batch(b, BATCH, chars=1500))
                 written += 1
         msg = str(err.value)
         assert f"cannot write {path}: the disk is full" in msg and "free some space" in msg
         assert not st._db.in_transaction
         assert st.get_meta("schema_version") == "1"  # still readable after the failure
     with Store(path) as st:  # a rerun: every finished batch whole, the failed one absent
-        per = _whole_batches(st, "c")
+        per = records_per_batch(st, "c")
         assert len(per) == written > 0 and set(per.values()) == {BATCH}
-        st.write("c", _batch(written, chars=1500))  # room again: the rerun goes on
+        st.write("c", batch(written, BATCH, chars=1500))  # room again: the rerun goes on
         assert st.count("c") == (written + 1) * BATCH
 
 
@@ -121,7 +102,7 @@ def test_a_run_killed_mid_write_leaves_every_batch_whole_or_absent(tmp_path: Pat
         if child.stdout is not None:
             child.stdout.close()
     with Store(path) as st:
-        per = _whole_batches(st, "c")
+        per = records_per_batch(st, "c")
         assert per and set(per.values()) == {20}
         assert len(st.read("c")) == 20 * len(per)  # every kept record decodes
 
@@ -151,7 +132,7 @@ def test_readers_on_other_threads_see_whole_batches_while_a_writer_commits(tmp_p
             t.start()
         try:
             for b in range(60):
-                st.write("c", _batch(b))
+                st.write("c", batch(b, BATCH))
         finally:
             done.set()
             for t in readers:
@@ -165,10 +146,10 @@ def test_misuse_of_the_connection_is_not_called_a_damaged_file(tmp_path: Path) -
     # (and compute every record afresh) would throw good records away.
     path = tmp_path / "s.sqlite"
     st = Store(path)
-    st.write("c", _batch(0))
+    st.write("c", batch(0, BATCH))
     st.close()
     with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
-        st.write("c", _batch(1))
+        st.write("c", batch(1, BATCH))
     with Store(path) as again:
         assert again.count("c") == BATCH
 
@@ -185,16 +166,16 @@ def test_a_store_locked_by_another_run_is_named_locked_not_damaged(tmp_path: Pat
     # (computing every record afresh) would be the wrong advice.
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
-        st.write("c", _batch(0))
+        st.write("c", batch(0, BATCH))
         st._db.execute("PRAGMA busy_timeout = 50")  # the store waits a minute; the test 50 ms
-        other = _hold_write_lock(path)
+        other = hold_write_lock(path)
         try:
             with pytest.raises(StoreError) as err:
-                st.write("c", _batch(1))
+                st.write("c", batch(1, BATCH))
         finally:
             other.close()
         msg = str(err.value)
         assert f"store {path} is locked by another process" in msg and "damaged" not in msg
         assert not st._db.in_transaction
-        st.write("c", _batch(1))  # once the other run lets go
+        st.write("c", batch(1, BATCH))  # once the other run lets go
         assert st.count("c") == 2 * BATCH

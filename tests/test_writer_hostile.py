@@ -5,7 +5,6 @@ lock), the queue's bound, and close while writes wait."""
 from __future__ import annotations
 
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,26 +17,9 @@ from argus_eval.errors import OutputError
 from argus_eval.runner.execute.writer import DEPTH, BatchWriter
 from argus_eval.runner.store import Store
 from argus_eval.tasks.records import Record
+from store_fixtures import batch, hold_write_lock, records_per_batch
 
 BATCH = 3
-
-
-def _batch(b: int, chars: int = 100) -> list[Record]:
-    return [Record(f"b{b:03d}_{i}", {"text": f"{b}:" + "x" * chars}) for i in range(BATCH)]
-
-
-def _per_batch(st: Store) -> dict[str, int]:
-    per: dict[str, int] = {}
-    for sid in st.done_ids("c"):
-        per[sid.split("_")[0]] = per.get(sid.split("_")[0], 0) + 1
-    return per
-
-
-def _slow_disk(path: Path) -> sqlite3.Connection:
-    """Another run holding the write lock: every write of ours waits until it commits."""
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    return other
 
 
 def _full_after(st: Store, pages: int) -> None:
@@ -49,14 +31,14 @@ def test_a_full_disk_with_writes_queued_is_raised_once_naming_the_file_and_the_f
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
         _full_after(st, 1)
-        other = _slow_disk(path)
+        other = hold_write_lock(path)
         w = BatchWriter(st)
         for b in range(DEPTH):  # queued behind the slow disk; every one of them will not fit
-            w.write("c", _batch(b, chars=3000), {})
+            w.write("c", batch(b, BATCH, chars=3000), {})
         other.execute("COMMIT")
         other.close()
         with pytest.raises(OutputError) as first:
-            w.write("c", _batch(DEPTH, chars=3000), {})
+            w.write("c", batch(DEPTH, BATCH, chars=3000), {})
         assert f"cannot write {path}: the disk is full" in str(first.value)
         assert "free some space" in str(first.value)
         w.close()  # the later writes were still run, and failed alike: told once, not again
@@ -69,35 +51,35 @@ def test_a_full_disk_on_the_last_batch_is_raised_by_close(tmp_path: Path) -> Non
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
         w = BatchWriter(st)
-        w.write("c", _batch(0), {})
+        w.write("c", batch(0, BATCH), {})
         w.close()
         _full_after(st, 1)
         w = BatchWriter(st)
-        w.write("c", _batch(1, chars=9000), {})
+        w.write("c", batch(1, BATCH, chars=9000), {})
         with pytest.raises(OutputError, match="the disk is full"):
             w.close()
-        assert _per_batch(st) == {"b000": BATCH}
+        assert records_per_batch(st, "c") == {"b000": BATCH}
 
 
 def test_the_model_failing_with_writes_queued_still_stores_them(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
-        other = _slow_disk(path)
+        other = hold_write_lock(path)
         threading.Timer(0.3, other.execute, ("COMMIT",)).start()
         with pytest.raises(RuntimeError, match="model crashed"), closing(BatchWriter(st)) as w:
             for b in range(DEPTH):
-                w.write("c", _batch(b), {})
+                w.write("c", batch(b, BATCH), {})
             raise RuntimeError("model crashed")  # the model's own error, not masked by the writer
         other.close()
     with Store(path) as st:  # the rerun finds every queued batch, each whole
-        assert _per_batch(st) == {f"b{b:03d}": BATCH for b in range(DEPTH)}
+        assert records_per_batch(st, "c") == {f"b{b:03d}": BATCH for b in range(DEPTH)}
 
 
-def test_writes_keep_their_order_on_a_slow_disk(tmp_path: Path) -> None:
+def test_writes_keep_their_order_on_ahold_write_lock(tmp_path: Path) -> None:
     # the same sample again and again with a new input stamp: the last one written must be the last one
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
-        other = _slow_disk(path)
+        other = hold_write_lock(path)
         threading.Timer(0.2, other.execute, ("COMMIT",)).start()
         with closing(BatchWriter(st)) as w:
             for k in range(DEPTH * 3):
@@ -110,11 +92,11 @@ def test_writes_keep_their_order_on_a_slow_disk(tmp_path: Path) -> None:
 def test_the_model_waits_when_depth_batches_are_queued(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     with Store(path) as st:
-        other = _slow_disk(path)
+        other = hold_write_lock(path)
         w = BatchWriter(st)
         for b in range(DEPTH):
-            w.write("c", _batch(b), {})
-        blocked = threading.Thread(target=w.write, args=("c", _batch(DEPTH), {}))
+            w.write("c", batch(b, BATCH), {})
+        blocked = threading.Thread(target=w.write, args=("c", batch(DEPTH, BATCH), {}))
         blocked.start()
         blocked.join(0.3)
         assert blocked.is_alive()  # memory stays bounded: the model's thread waits for the disk
@@ -123,7 +105,7 @@ def test_the_model_waits_when_depth_batches_are_queued(tmp_path: Path) -> None:
         blocked.join(30)
         assert not blocked.is_alive()
         w.close()
-        assert _per_batch(st) == {f"b{b:03d}": BATCH for b in range(DEPTH + 1)}
+        assert records_per_batch(st, "c") == {f"b{b:03d}": BATCH for b in range(DEPTH + 1)}
 
 
 _INTERRUPTED = """
@@ -161,4 +143,4 @@ def test_ctrl_c_with_writes_queued_stores_them_and_the_process_exits(tmp_path: P
     _, err = child.communicate(timeout=30)  # does not hang on the writer's thread
     assert "KeyboardInterrupt" in err and child.returncode != 0
     with Store(path) as st:
-        assert _per_batch(st) == {"b0": 3, "b1": 3, "b2": 3}
+        assert records_per_batch(st, "c") == {"b0": 3, "b1": 3, "b2": 3}
