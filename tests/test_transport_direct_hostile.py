@@ -73,6 +73,33 @@ def _read_request(conn: socket.socket, buf: bytes, read_body: bool) -> tuple[byt
     return head + b"\r\n\r\n" + rest[:length], rest[length:], 0
 
 
+class _Seen(list[bytes]):
+    """Every request's bytes as received, and how many of them the server has finished answering
+    (its close included): the client waits for that before its next request. Otherwise a close that the
+    server thread had not yet made when the client reused the connection raced it, and the second request
+    was sent on a connection about to close (RemoteProtocolError) or on a fresh one, as the threads ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._done = 0
+        self._changed = threading.Condition()
+
+    def answered(self) -> None:
+        with self._changed:
+            self._done += 1
+            self._changed.notify_all()
+
+    def settle(self, timeout_s: float = 5.0) -> None:
+        """Until every request received so far is answered (or timeout_s: a server still trickling)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._done >= len(self), timeout_s)
+
+    def clear(self) -> None:
+        with self._changed:
+            super().clear()
+            self._done = 0
+
+
 @contextmanager
 def _server(
     respond: Respond,
@@ -80,12 +107,12 @@ def _server(
     host: str = "127.0.0.1",
     read_body: bool = True,
     tls: ssl.SSLContext | None = None,
-) -> Iterator[tuple[int, list[bytes]]]:
+) -> Iterator[tuple[int, _Seen]]:
     """A raw loopback server with keep-alive: yields (its port, every request's bytes as received)."""
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.bind((host, 0))
     listener.listen(16)
-    seen: list[bytes] = []
+    seen = _Seen()
 
     def serve(conn: socket.socket) -> None:
         buf = b""
@@ -95,9 +122,12 @@ def _server(
             while (got := _read_request(conn, buf, read_body)) is not None:
                 request, buf, unread = got
                 seen.append(request)
-                if respond(conn, request):
-                    conn.shutdown(socket.SHUT_RDWR)
-                    return
+                try:
+                    if respond(conn, request):
+                        conn.shutdown(socket.SHUT_RDWR)
+                        return
+                finally:
+                    seen.answered()
                 while unread > 0 and (data := conn.recv(min(unread, 2**20))):
                     unread -= len(data)  # a body answered early, drained before the next request
         except OSError:  # the client gave up, or refused our certificate
@@ -156,7 +186,7 @@ def _outcome(t: Transport, url: str, body: dict[str, Any], headers: dict[str, st
 
 def _compare(
     url: str,
-    seen: list[bytes],
+    seen: _Seen,
     body: dict[str, Any] = BODY,
     headers: dict[str, str] = HEADERS,
     requests: int = 2,
@@ -173,7 +203,10 @@ def _compare(
         if not direct:
             t._direct = None  # the client path: httpx.Client.stream, as before the direct path
         try:
-            outcomes = [_outcome(t, url, body, headers) for _ in range(requests)]
+            outcomes = []
+            for _ in range(requests):
+                outcomes.append(_outcome(t, url, body, headers))
+                seen.settle()
         finally:
             t.close()
         runs.append((outcomes, list(seen)))
@@ -359,7 +392,7 @@ def test_connection_refused_names_its_request() -> None:
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()  # nothing listens there now
-    outcomes, _ = _compare(_url(port), [])
+    outcomes, _ = _compare(_url(port), _Seen())
     assert outcomes[0][:2] == ("raised", httpx.ConnectError) and outcomes[0][3] == _url(port)
 
 
