@@ -16,13 +16,13 @@ pytest.importorskip("simplejpeg")
 
 
 def _pil_pixels(path: Path) -> np.ndarray:
-    """The reference: load_image with the fast path switched off."""
-    saved = images.jpeg.decode
-    images.jpeg.decode = lambda im: None  # type: ignore[assignment]
+    """The reference: load_image with the fast path (and its vetting) switched off."""
+    saved = images.jpeg.read
+    images.jpeg.read = lambda data: None  # type: ignore[assignment]
     try:
         return images.load_image(path)
     finally:
-        images.jpeg.decode = saved  # type: ignore[assignment]
+        images.jpeg.read = saved  # type: ignore[assignment]
 
 
 def _photo(h: int, w: int, seed: int) -> np.ndarray:

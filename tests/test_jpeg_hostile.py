@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +21,16 @@ Outcome = tuple[str, object]
 
 
 def _outcome(path: Path, fast: bool) -> Outcome:
-    """load_image's array, or its error message, with the fast path on or off."""
-    saved = images.jpeg.decode
+    """load_image's array, or its error message, with the fast path (and its vetting) on or off."""
+    saved = images.jpeg.read
     if not fast:
-        images.jpeg.decode = lambda data: None  # type: ignore[assignment]
+        images.jpeg.read = lambda data: None  # type: ignore[assignment]
     try:
         arr = images.load_image(path)
     except SampleError as e:
         return "error", str(e)
     finally:
-        images.jpeg.decode = saved  # type: ignore[assignment]
+        images.jpeg.read = saved  # type: ignore[assignment]
     assert arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3
     return "pixels", arr
 
@@ -133,6 +134,34 @@ def test_exif_orientation_beyond_the_first_entry(tmp_path: Path, endian: str, or
     assert isinstance(arr, np.ndarray) and arr.shape == ((70, 40, 3) if turned else (40, 70, 3))
 
 
+def _too_many_entries(orientation: int) -> bytes:
+    """An Exif payload whose XResolution (282) holds 2 rationals where TIFF allows 1, beside a
+    ResolutionUnit: PIL reads both for a dpi while opening the JPEG, and warns of the tag."""
+    entries = [(0x011A, 5, 2, struct.pack(">L", 50)), (0x0128, 3, 1, _short("MM", 2))]
+    exif = _exif("MM", [*entries, (0x0112, 3, 1, _short("MM", orientation))])
+    return exif + struct.pack(">4L", 72, 1, 72, 1)  # the 2 rationals, at offset 50 of the TIFF header
+
+
+@pytest.mark.parametrize("orientation", [1, 6])
+def test_a_malformed_exif_tag_is_warned_of_once_per_load(tmp_path: Path, orientation: int) -> None:
+    # upright: the fast path; turned: PIL decodes the image its vetting opened instead of parsing the
+    # headers again (each parse said it: twice a load, and for every file, as open_within_limit's filter
+    # resets Python's say-it-once registry)
+    path = _write(tmp_path, _after_soi(_jpeg(), _segment(0xE1, _too_many_entries(orientation))))
+    got: dict[bool, Outcome] = {}
+    for fast in (True, False):  # the PIL path alone says it once too
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got[fast] = _outcome(path, fast)
+        assert [str(w.message) for w in seen] == [
+            "Metadata Warning, tag 282 had too many entries: 2, expected 1"
+        ], fast
+    (kind, arr), (ref_kind, ref) = got[True], got[False]
+    assert kind == ref_kind == "pixels" and isinstance(arr, np.ndarray)
+    np.testing.assert_array_equal(arr, ref)
+    assert arr.shape == ((70, 40, 3) if orientation == 6 else (40, 70, 3))
+
+
 def test_odd_exif_and_xmp_layouts(tmp_path: Path) -> None:
     turn = _exif("II", [(0x0112, 3, 1, _short("II", 6))])
     upright = _exif("II", [(0x0112, 3, 1, _short("II", 1))])
@@ -204,6 +233,28 @@ def test_both_bomb_ranges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit
     assert kind == ("pixels" if limit is None or limit >= 10000 else "error")
     if kind == "error":
         assert "too large to decode safely" in str(message)
+
+
+def test_a_size_pil_reads_otherwise_is_refused_by_the_bomb_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the limit is checked for simplejpeg's size before PIL's vetting parse, which runs without the
+    # bomb filter; an image PIL reads at another size is never decoded from that parse
+    real = simplejpeg.decode_jpeg_header
+
+    def half_height(data: bytes) -> tuple[int, int, str, str]:
+        h, w, colorspace, subsampling = real(data)
+        return h // 2, w, colorspace, subsampling
+
+    buf = io.BytesIO()
+    Image.fromarray(_photo(100, 100, 5)).save(buf, "JPEG")
+    path = _write(tmp_path, buf.getvalue())
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 6000)  # 100x100 only warns (under twice the limit)
+    monkeypatch.setattr(jpeg._simplejpeg, "decode_jpeg_header", half_height)
+    with pytest.warns(Image.DecompressionBombWarning):  # the vetting's open, which hands nothing on
+        assert jpeg.read(buf.getvalue()) is None
+        with pytest.raises(SampleError, match="too large to decode safely"):
+            images.load_image(path)
 
 
 def test_names_and_contents_that_disagree(tmp_path: Path) -> None:

@@ -58,10 +58,11 @@ def read_image(path: Path, sample_id: str = "?") -> tuple[ImageArray, bytes | No
     so that a caller who digests the file need not read it again; None where PIL read the file."""
     try:
         data = _jpeg_bytes(path)
-        fast = None if data is None else jpeg.decode(data)  # the same pixels, a third of the cost
-        if fast is not None:
-            return fast, data
-        with open_within_limit(path) as im:
+        # the same pixels, a third of the cost; or the image PIL opened to vet it, not parsed again here
+        got = None if data is None else jpeg.read(data)
+        if isinstance(got, np.ndarray):
+            return got, data
+        with got if got is not None else open_within_limit(path) as im:
             im.load()
             # in place: otherwise an image without an orientation tag is copied whole for nothing
             ImageOps.exif_transpose(im, in_place=True)

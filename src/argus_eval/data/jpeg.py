@@ -17,7 +17,9 @@ business) and no orientation PIL would apply. PIL's own header parse decides, no
 own, because its Python parser is stricter than libjpeg in ways no copy keeps up with (a 5-byte JFIF
 segment, a short ICC chunk, a TEM marker, a cut Photoshop block make PIL refuse a file libjpeg reads),
 and it is what finds the EXIF/XMP orientation. Anything else, and anything simplejpeg refuses (it is
-strict: a truncated or damaged file raises), goes to PIL, which gives its own pixels or its own error.
+strict: a truncated or damaged file raises), goes to PIL, which gives its own pixels or its own error:
+decoding the image that header parse opened (`read`), so that the headers are parsed once and what PIL
+warns of them (a malformed EXIF tag) is said once, where opening the file again said it twice.
 """
 
 from __future__ import annotations
@@ -47,6 +49,19 @@ def available() -> bool:
 def decode(data: bytes) -> NDArray[np.uint8] | None:
     """The pixels of a JPEG file's bytes as a read-only (h, w, 3) uint8 array, equal to PIL's
     (load_image's), or None where PIL must decode it."""
+    got = read(data)
+    if isinstance(got, Image.Image):
+        got.close()
+        return None
+    return got
+
+
+def read(data: bytes) -> NDArray[np.uint8] | Image.Image | None:
+    """decode's pixels; or, where PIL must decode the file, the image its header parse (the vetting)
+    opened from these bytes, not decoded, for the caller to load and close, so that PIL parses the
+    headers once and says once what it warns of them (a malformed EXIF tag); its size is the one checked
+    against PIL's decompression-bomb limit. None: PIL opens the file itself, as if never vetted (its
+    parser refused the bytes, read another size, or is not asked)."""
     if _simplejpeg is None or not data.startswith(MAGIC) or not agrees():
         return None
     try:
@@ -56,26 +71,32 @@ def decode(data: bytes) -> NDArray[np.uint8] | None:
     limit = Image.MAX_IMAGE_PIXELS
     if colorspace != "YCbCr" or (limit is not None and max(1, h) * max(1, w) > limit):
         return None  # PIL's mode decides (gray, CMYK), and PIL warns or refuses above its bomb limit
-    if not _plain_for_pil(data, (w, h)):
+    try:
+        im = Image.open(io.BytesIO(data), formats=["JPEG"])
+    except Exception:  # anything PIL's parser raises: PIL must give its own verdict on the file
         return None
-    out = _decode_bytes(data)
+    try:
+        plain: bool | None = _plain_for_pil(im)
+    except Exception:  # a half-read EXIF is not read again by a later getexif(): open the file afresh
+        plain = None
+    if plain is None or im.size != (w, h):  # another size is never handed on: the limit held for (w, h)
+        im.close()
+        return None
+    out = _decode_bytes(data) if plain else None
     if out is None or out.shape != (h, w, 3):
-        return None
+        return im  # PIL's business, or refused by simplejpeg (damaged, truncated): PIL's pixels or error
+    im.close()
     out.flags.writeable = False  # as np.asarray(PIL image): a cached decode is never changed in place
     return out
 
 
-def _plain_for_pil(data: bytes, size: tuple[int, int]) -> bool:
-    """Whether PIL opens these bytes as an RGB JPEG of this size that it decodes and leaves as decoded:
-    no Adobe marker, no orientation exif_transpose would apply. Only the headers are parsed here."""
-    try:
-        with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:
-            if im.mode != "RGB" or im.size != size or "adobe" in im.info:
-                return False
-            # exif_transpose looks the tag up in a dict keyed 2..8; a set lookup matches it exactly
-            return im.getexif().get(_ORIENTATION, 1) not in _TURNS
-    except Exception:  # anything PIL's parser raises: PIL must give its own verdict on the file
+def _plain_for_pil(im: Image.Image) -> bool:
+    """Whether PIL, having opened a JPEG as im (headers parsed), leaves it as decoded: RGB, no Adobe
+    marker, no orientation exif_transpose would apply. May raise what PIL's EXIF reader raises."""
+    if im.mode != "RGB" or "adobe" in im.info:
         return False
+    # exif_transpose looks the tag up in a dict keyed 2..8; a set lookup matches it exactly
+    return im.getexif().get(_ORIENTATION, 1) not in _TURNS
 
 
 def _decode_bytes(data: bytes) -> NDArray[np.uint8] | None:
