@@ -53,22 +53,24 @@ def test_a_missing_checkpoint_is_named_and_the_run_goes_on(
     res = json.loads((out / "results.json").read_text())
     # the good model ran as if alone
     assert own_figures(res, "clip") == own_figures(base, "clip")
-    # the bad one: named, its cells (those the plan asks of every model here) listed as not run
+    # the bad one: named with the reason, its cells (those the plan asks of every model here) listed as
+    # not run, every other field about it pointing to its not_loaded entry (test_load_reason_once.py)
     assert res["failures"]["not_loaded"] == [{"model": "bad", "checkpoint": MISSING, "reason": why}]
+    point = "could not load (see its 'not loaded' entry)"
     unrun = res["failures"]["not_run"]
     assert {(c["task"], c["dataset"], c["condition"]) for c in unrun} == cells_of(res, "clip")
-    assert all(c["reason"] == why and c["model"] == "bad" for c in unrun)
+    assert all(c["reason"] == point and c["model"] == "bad" for c in unrun)
     clip_samples = sum(c["samples"] for c in res["cells"] if c["model"] == "clip")
     assert res["failures"]["models"]["bad"] == {
         "samples": clip_samples, "scored": 0, "failed": 0, "not_run": clip_samples, "share": 1.0,
-        "reasons": [f"not run: {why}"],
+        "reasons": [f"not run: {point}"],
     }  # fmt: skip
-    assert res["models"]["bad"]["undefined"]["P"] == f"no cell ran: could not load ({why})"
+    assert res["models"]["bad"]["undefined"]["P"] == f"no cell ran: {point}"
     assert res["manifest"]["models"]["bad"] == {"spec": MISSING}
     assert any(n.startswith("bad: could not load") for n in res["notes"])
     for page in ("summary.md", "report.html"):
         text = (out / page).read_text()
-        assert "Cells not run" in text and "/nonexistent/dir does not exist" in text
+        assert "Cells not run" in text and "Not loaded" in text and "/nonexistent/dir does not exist" in text
     code, _ = cli(["run", "-c", str(cfg), "-o", str(out), "-q", "--max-failed", "1"], monkeypatch, capsys)
     assert code == 0
     # --strict: fatal, one line, exit 2

@@ -190,4 +190,4 @@ def test_object_spec_from_the_cli_is_said_once(
     assert text.count("is a Python object") == 2, out
     assert "not loaded: mine (object:mine): models[1].spec (model 'mine'): model 'object:mine' is a" in text
     failed = "failed: mine: 4 of 4 samples (100.0%) failed or did not run: not run: models[1].spec (model"
-    assert failed in text and "see its 'not loaded' line" in text
+    assert failed in text and "could not load (see its 'not loaded' entry)" in text

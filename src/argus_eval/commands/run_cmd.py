@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from rich.table import Table
 from argus_eval.errors import ConfigError
 from argus_eval.report.fmt import axis_text
 from argus_eval.results_model import Results, results_json
+from argus_eval.results_model.failures import NOT_RUN
 from argus_eval.runner.config import RunSpec, parse_config, read_config_data
 from argus_eval.runner.plan.dryrun_cost import RunCost
 from argus_eval.runner.plan.harness_cost import HarnessEstimate, estimate_or_why
@@ -40,13 +40,20 @@ def scorecard_table(results: Results) -> Table:
 
 def failure_lines(results: Results) -> list[str]:
     """What a person must see about failures: each model with failed samples and how many, each
-    checkpoint that could not load with the reason and the cells it did not run, each incomplete pair."""
+    checkpoint that could not load with the reason and the cells it did not run, each incomplete pair.
+
+    A load reason is stated on its "not loaded:" line and, in place of results.json's NOT_RUN pointer, on
+    the model's "failed:" line, the one line per failing model that logs are searched for; the other
+    lines point to it."""
     block = results.failures
     if block is None:
         return []
+    loads: dict[str, list[str]] = {}
+    for e in block.not_loaded:
+        loads.setdefault(e.model, []).append(f"not run: {e.reason}")
     lines = []
     for m, f in block.with_failures().items():
-        why = "; ".join(f.reasons) or "no reason recorded"
+        why = "; ".join([*(r for r in f.reasons if r != NOT_RUN), *loads.get(m, [])]) or "no reason recorded"
         lines.append(
             f"failed: {m}: {f.failed + f.not_run} of {f.samples} samples ({f.share:.1%}) failed or did not "
             f"run: {why}"
@@ -172,9 +179,8 @@ def note_lines(outcome: RunOutcome) -> list[str]:
 def print_outcome(console: Console, outcome: RunOutcome, out_dir: Path) -> None:
     """What `argus run` prints: notes, the scorecard, the gap sentence, counters, failures, the files."""
     res, stats = outcome.results, outcome.stats
-    said = _said_once(outcome)
     for line in note_lines(outcome):
-        console.print(said(line), markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False)
     console.print(scorecard_table(res))
     gap = res.gap.sentence
     if gap:
@@ -186,30 +192,11 @@ def print_outcome(console: Console, outcome: RunOutcome, out_dir: Path) -> None:
         f"   failed samples: {failed}   cells: {len(outcome.plan.cells)}"
     )
     for line in failure_lines(res):  # one line each, never wrapped: logs are searched for them
-        console.print(said(line), markup=False, highlight=False, soft_wrap=True)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"wrote {out_dir}/results.json, samples.jsonl ({outcome.samples_written} lines), "
         f"summary.md, report.html"
     )
-
-
-def _said_once(outcome: RunOutcome) -> Callable[[str], str]:
-    """A filter for the printed lines that leaves the reason a checkpoint could not load (often several
-    sentences, e.g. that an object: spec needs argus_eval.evaluate) in full only on its "not loaded:"
-    line and on the model's "failed:" line (the one line per failing model that logs are searched for):
-    the notes and the incomplete lines quote it too, and those say where to read it instead."""
-    failures = outcome.results.failures
-    reasons = sorted({e.reason for e in failures.not_loaded} if failures is not None else (), key=len)
-
-    def said(line: str) -> str:
-        if line.startswith(("not loaded: ", "failed: ")):
-            return line
-        for reason in reversed(reasons):  # the longest first, should one reason hold another
-            if reason:
-                line = line.replace(reason, "see its 'not loaded' line")
-        return line
-
-    return said
 
 
 def run_overrides(

@@ -1,5 +1,5 @@
-"""Tables of what failed: per model, samples failed or not run (and why), and the cells of checkpoints
-that could not load. Built from the run's Results only, shared by summary.md and report.html."""
+"""Tables of what failed: per model, samples failed or not run (and why), the checkpoints that could not
+load (and why) and their cells. Built from the run's Results only, shared by summary.md and report.html."""
 
 from __future__ import annotations
 
@@ -38,18 +38,32 @@ def failures(results: Results) -> Table:
     return t
 
 
+def not_loaded(results: Results) -> Table:
+    """The checkpoints that could not load, each with the loader's reason: the one place a page states it
+    (the model's other rows and notes point here)."""
+    t = Table(
+        "not-loaded",
+        "Not loaded",
+        ["model", "checkpoint", "reason"],
+        caption="Each checkpoint that could not load, with the loader's reason; the run went on without it.",
+    )
+    for e in [] if results.failures is None else results.failures.not_loaded:
+        t.rows.append([_t(e.model), _t(e.checkpoint), _t(e.reason)])
+    return t
+
+
 def not_run(results: Results) -> Table:
-    """The cells of checkpoints that could not load, with the reason."""
+    """The cells of checkpoints that could not load (why: the Not loaded table)."""
     t = Table(
         "not-run",
         "Cells not run (the model could not load)",
-        ["model", "task", "dataset", "condition", "samples", "reason"],
+        ["model", "task", "dataset", "condition", "samples"],
     )
     for c in [] if results.failures is None else results.failures.not_run:
-        t.rows.append([_t(c.model), _t(c.task), _t(c.dataset), _t(c.condition), _t(c.samples), _t(c.reason)])
+        t.rows.append([_t(c.model), _t(c.task), _t(c.dataset), _t(c.condition), _t(c.samples)])
     return t
 
 
 def failure_tables(results: Results) -> list[Table]:
     """The failure tables in report order."""
-    return [failures(results), not_run(results)]
+    return [failures(results), not_loaded(results), not_run(results)]

@@ -275,7 +275,8 @@ def _sections(
         (
             "failures",
             "Failed samples",
-            table_html(t["failures"]) + f"<h3>{esc(t['not-run'].title)}</h3>" + table_html(t["not-run"]),
+            table_html(t["failures"])
+            + "".join(f"<h3>{esc(t[k].title)}</h3>" + table_html(t[k]) for k in ("not-loaded", "not-run")),
         ),
         (
             "rankings",

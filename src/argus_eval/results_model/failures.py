@@ -11,6 +11,12 @@ BASIS = (
     "share = (failed + not run) / samples over all of a model's cells; a model that could not load "
     "counts as all its samples failed"
 )
+# What every other field, note and line about a model that could not load says instead of the reason,
+# which its failures.not_loaded entry states once: a reason runs to several sentences, and the axes,
+# pairs, cells and notes about that model would each quote it.
+SEE_NOT_LOADED = "see its 'not loaded' entry"
+COULD_NOT_LOAD = f"could not load ({SEE_NOT_LOADED})"
+NOT_RUN = f"not run: {COULD_NOT_LOAD}"  # ModelFailures.reasons' entry for the samples it did not run
 
 
 class ModelFailures(Block):
@@ -21,7 +27,7 @@ class ModelFailures(Block):
     failed: int
     not_run: int
     share: Score
-    reasons: list[str]  # a few distinct reasons, failures first, then why cells did not run
+    reasons: list[str]  # a few distinct reasons, failures first, then NOT_RUN for cells it did not run
 
 
 class NotLoaded(Block):
@@ -33,7 +39,7 @@ class NotLoaded(Block):
 
 
 class NotRunCell(Block):
-    """A cell the run would have asked of a checkpoint that could not load."""
+    """A cell the run would have asked of a checkpoint that could not load (reason: COULD_NOT_LOAD)."""
 
     model: str
     task: str
