@@ -283,7 +283,7 @@ def test_an_interrupted_job_s_worker_is_replaced(monkeypatch: pytest.MonkeyPatch
         (first,) = p._live
         real = worker_process.read_frame
 
-        def interrupted(stream: Any) -> Any:
+        def interrupted(*args: Any) -> Any:
             raise KeyboardInterrupt
 
         monkeypatch.setattr(worker_process, "read_frame", interrupted)

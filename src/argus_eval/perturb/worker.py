@@ -1,9 +1,11 @@
 """A corruption worker process (perturb/processes.py's CorruptionProcesses starts it) and the pipe protocol.
 
-Started as `python -m argus_eval.perturb.worker`, never by multiprocessing, so it never imports the
-caller's `__main__` (a script without an `if __name__ == "__main__":` guard works as it is). It reads
-jobs from its stdin and writes one reply per job to its stdout, one at a time, and exits at the end of
-its stdin: when the parent closes it, or dies.
+Started as `python -m argus_eval.perturb.worker JOBS REPLIES`, never by multiprocessing, so it never
+imports the caller's `__main__` (a script without an `if __name__ == "__main__":` guard works as it is).
+JOBS and REPLIES are the numbers of two pipes the parent passed it, not its stdin and stdout: what writes
+to stdout before this module runs (a site hook, a .pth file) or while a kind runs (a print, a C library)
+never lands in a frame. It reads jobs from JOBS and writes one reply per job to REPLIES, one at a time,
+and exits at the end of JOBS: when the parent closes it, or dies.
 
 A frame is a header (the pickle's length, the number of out-of-band buffers, each buffer's length),
 the pickle (protocol 5) and the buffers: an image travels as its own bytes, without a copy into the
@@ -27,7 +29,8 @@ import sys
 import traceback
 from typing import IO, Any
 
-HELLO = b"argus-cw"  # a worker's first bytes: anything else on its stdout means it did not start as one
+HELLO = b"argus-cw"  # a worker's first bytes: anything else on its reply pipe means it did not start as one
+HELLO_BYTES = 2**12  # the most the frame after HELLO may take: ("ready", pid)
 _HEAD = struct.Struct("<QI")  # the pickle's length, the number of out-of-band buffers
 _LENGTH = struct.Struct("<Q")  # one buffer's length
 
@@ -50,12 +53,24 @@ def write_frame(stream: IO[bytes], frame: Frame) -> None:
     stream.flush()
 
 
-def read_frame(stream: io.BufferedReader) -> tuple[bytearray, list[bytearray]]:
-    """The next frame's pickle and buffers; EOFError when the stream ends, at or within a frame."""
+class FrameTooLong(ValueError):
+    """A frame's header claims more bytes than its reader accepts (the writer is out of step, or broken)."""
+
+
+def read_frame(stream: io.BufferedReader, limit: int | None = None) -> tuple[bytearray, list[bytearray]]:
+    """The next frame's pickle and buffers; EOFError when the stream ends, at or within a frame;
+    FrameTooLong, before anything is allocated, when its header claims more than limit bytes in all."""
     size, count = _HEAD.unpack(_read_exact(stream, _HEAD.size))
+    _check_length(size + _LENGTH.size * count, limit)
     lengths = struct.unpack(f"<{count}Q", _read_exact(stream, _LENGTH.size * count)) if count else ()
+    _check_length(size + _LENGTH.size * count + sum(lengths), limit)
     data = _read_exact(stream, size)
     return data, [_read_exact(stream, n) for n in lengths]
+
+
+def _check_length(claimed: int, limit: int | None) -> None:
+    if limit is not None and claimed > limit:
+        raise FrameTooLong(f"a frame whose header claims {claimed:,} bytes, over the {limit:,} accepted")
 
 
 def say_hello(stream: IO[bytes]) -> None:
@@ -65,12 +80,12 @@ def say_hello(stream: IO[bytes]) -> None:
 
 
 def read_hello(stream: io.BufferedReader) -> int:
-    """The worker's pid from its first words; EOFError when it ended or wrote anything else first (a
-    site hook printing to stdout as Python started, say)."""
+    """The worker's pid from its first words; EOFError when it ended or wrote anything else first
+    (FrameTooLong when that is a frame over HELLO_BYTES)."""
     first = stream.read(len(HELLO))
     if first != HELLO:
         raise EOFError(f"it wrote {bytes(first)!r} instead of its hello" if first else "it ended")
-    said = decode(*read_frame(stream))
+    said = decode(*read_frame(stream, HELLO_BYTES))
     if not (isinstance(said, tuple) and len(said) == 2 and said[0] == "ready"):
         raise EOFError(f"it said {said!r} instead of that it was ready")
     return int(said[1])
@@ -128,6 +143,19 @@ def meaning(behaviour: Any, condition: Any) -> str | None:
     return "listed" if condition.name in behaviour.names() else None
 
 
+def registered(behaviour: Any, condition: Any) -> object:
+    """The registered object that meaning() reads for condition here: an image corruption's
+    ImagePerturbation (None for a name unknown here), else its kind. A memo of meaning() kept with it
+    sees a name registered again (replace=True) as the other object it then is."""
+    image = sys.modules.get("argus_eval.perturb.image")
+    if image is not None and isinstance(behaviour, image.ImageKind):
+        try:
+            return image.IMAGE_PERTURBATIONS.get(condition.name)
+        except Exception:  # as in meaning: unknown here, or a plugin that cannot load
+            return None
+    return behaviour
+
+
 def _constant(cell: Any) -> object:
     """A closure cell's value when it is a plain constant (a string, a number), else None."""
     try:
@@ -166,22 +194,33 @@ def serve(
     return "ok", None if out is image else out
 
 
-def _protocol_streams() -> tuple[io.BufferedReader, io.BufferedWriter]:
-    """The pipes to the parent, moved off fds 0 and 1: a kind that prints (or a C library writing to fd 1)
-    then writes to stderr instead of into a frame, and one that reads stdin reads nothing."""
-    jobs, replies = os.dup(0), os.dup(1)  # dup'd fds are not inherited by a kind's own subprocesses
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
+def _protocol_streams(args: list[str]) -> tuple[io.BufferedReader, io.BufferedWriter]:
+    """The pipes to the parent, from their fd numbers (JOBS REPLIES); ValueError when args are not two
+    open fds. Not inherited by a kind's own subprocesses: one that outlived this worker would hold the
+    reply pipe open, and the parent would wait for a dead worker's reply."""
+    if len(args) != 2 or not all(a.isdigit() for a in args):
+        raise ValueError(f"expected the numbers of its two pipes (JOBS REPLIES), got {args!r}")
+    jobs, replies = (int(a) for a in args)
+    for fd in (jobs, replies):
+        try:
+            os.set_inheritable(fd, False)
+        except OSError as e:
+            raise ValueError(f"its pipe {fd} is not open ({e.strerror})") from None
     return open(jobs, "rb"), open(replies, "wb")
 
 
-def main() -> int:
-    """Serve jobs from stdin until it ends; 0 then, or when the parent stops reading."""
+def main(args: list[str]) -> int:
+    """Serve jobs from the pipe args names until it ends; 0 then, or when the parent stops reading; 2
+    when args do not name its pipes (it is started by perturb/worker_process.py, not by hand)."""
     # Ctrl+C in a terminal reaches the whole process group: the parent handles it and closes the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    jobs, replies = _protocol_streams()
+    try:
+        jobs, replies = _protocol_streams(args)
+    except ValueError as e:
+        print(
+            f"argus_eval.perturb.worker: {e}; perturb/processes.py starts it, not a person", file=sys.stderr
+        )
+        return 2
     try:
         say_hello(replies)
         checked: set[tuple[str, str, str | None]] = set()
@@ -201,4 +240,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
