@@ -1,14 +1,17 @@
 """The corruption workers (perturb/processes.py, perturb/worker.py) against what their caller's
 environment does: a site hook that prints as Python starts, warnings turned into errors, a kind that
-writes a bogus reply header into the reply pipe, and a corruption re-registered between two calls."""
+writes a bogus reply header into the reply pipe, a corruption re-registered between two calls, and
+corrupt_many (perturb/parallel.py) from a script without a main guard."""
 
 from __future__ import annotations
 
 import gc
 import io
+import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import textwrap
 import threading
@@ -278,3 +281,31 @@ def test_a_corruption_re_registered_between_two_calls_is_seen() -> None:
     finally:
         p.close()
         IMAGE_PERTURBATIONS.register("resize", resize, replace=True)
+
+
+UNGUARDED = """
+import json
+import numpy as np
+from argus_eval.perturb.conditions import Condition
+from argus_eval.perturb.parallel import corrupt_many
+
+print("the script ran", flush=True)  # once: a worker that imports __main__ runs it again
+conditions = [Condition.parse(c) for c in ("image:resize@2", "image:aspect@4", "image:resize@5",
+                                           "text:typos@1")]
+images = [np.random.default_rng(i).integers(0, 256, (30, 38, 3), dtype=np.uint8) for i in range(4)]
+seeds = [5, 6, 7, 8]
+serial = corrupt_many(images, conditions, seeds, processes=1)
+pooled = corrupt_many(images, conditions, seeds, processes=2)
+print(json.dumps([bool(np.array_equal(a, b)) for a, b in zip(serial, pooled)]), flush=True)
+"""
+
+
+def test_corrupt_many_from_a_script_without_a_main_guard_runs_the_script_once(tmp_path: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent(UNGUARDED), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    ran, equal = done.stdout.splitlines()
+    assert ran == "the script ran"
+    assert json.loads(equal) == [True] * 4

@@ -158,7 +158,7 @@ def test_corrupt_many_matches_the_serial_path() -> None:
     serial = corrupt_many(images, conds, seeds, processes=1)
     pooled = corrupt_many(images, conds, seeds, processes=2)
     with make_pool(2) as pool:
-        reused = corrupt_many(images, conds, seeds, processes=2, executor=pool)
+        reused = corrupt_many(images, conds, seeds, processes=2, pool=pool)
     assert len(serial) == len(pooled) == len(reused) == len(conds)
     for s, p, r, img, c in zip(serial, pooled, reused, images, conds, strict=True):
         assert np.array_equal(s, p) and np.array_equal(s, r), c.id
