@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
 from argus_eval.report.gallery import build_gallery, select_worst, thumbnail
@@ -135,3 +136,26 @@ def test_perturbed_sample_shows_the_image_the_model_saw_beside_the_clean_one(tmp
     assert np.abs(pixels(g.thumbnails[pert["thumb"]]) - expected).mean() > 2 * np.abs(shown - expected).mean()
     # without the run seed, the gallery cannot rebuild the perturbation and says so on the page
     assert build_gallery(path, per_cell=3, thumb_px=64).items[0]["thumb_perturbed"] is None
+
+
+def test_thumbnail_is_turned_by_exif_orientation_as_the_model_saw_it(tmp_path: Path) -> None:
+    """A JPEG stored landscape with EXIF orientation 6 (turn 90 degrees clockwise) is loaded portrait by
+    load_image; its thumbnail is portrait too, with the same picture (the top row's colour)."""
+    from argus_eval.data.images import load_image
+
+    pixels = np.zeros((40, 80, 3), np.uint8)
+    pixels[:, :40] = (230, 20, 20)  # the stored left half red: after the turn, the top half
+    pixels[:, 40:] = (20, 20, 230)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    path = tmp_path / "turned.jpg"
+    Image.fromarray(pixels).save(path, quality=95, exif=exif)
+    seen = load_image(path)
+    assert seen.shape == (80, 40, 3)
+    uri = thumbnail(path, 64)
+    assert uri is not None
+    thumb = np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))).convert("RGB"))
+    assert thumb.shape == (64, 32, 3)
+    top, bottom = thumb[:24].reshape(-1, 3).mean(0), thumb[-24:].reshape(-1, 3).mean(0)
+    assert top[0] > 180 > top[2] and bottom[2] > 180 > bottom[0]
+    assert seen[:30].reshape(-1, 3).mean(0)[0] > 180  # the model's top half is red as well

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from argus_eval.data.images import load_image, open_within_limit, readable_file
 from argus_eval.errors import ArgusError
@@ -143,10 +144,13 @@ def thumbnail(path: Path, max_side: int) -> str | None:
     (never decoded); None when it cannot be read."""
     try:
         with open_within_limit(path) as src:
+            src.load()
+            # turned by its EXIF orientation as load_image turns it: the picture the model saw
+            ImageOps.exif_transpose(src, in_place=True)
             return _jpeg_uri(src.convert("RGB"), max_side)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         return TOO_LARGE
-    except (OSError, UnidentifiedImageError, ValueError):
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError, struct.error):  # as load_image's
         return None
 
 

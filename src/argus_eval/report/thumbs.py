@@ -16,7 +16,7 @@ from pathlib import Path
 from argus_eval.data.atomic import atomic_write_text
 
 THUMBS_FILE = "thumbnails.cache.json"
-_VERSION = "1"
+_VERSION = "2"  # 2: clean thumbnails turned by their EXIF orientation
 
 
 class ThumbCache:
