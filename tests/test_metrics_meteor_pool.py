@@ -26,7 +26,12 @@ def _corpus(n: int) -> tuple[list[str], list[list[str]]]:
 
 def test_two_workers_equal_one(monkeypatch: pytest.MonkeyPatch) -> None:
     cands, refs = _corpus(61)
-    one_corpus, one_per = meteor.MeteorProcess().score(cands, refs)
+    one = meteor.MeteorProcess(persistent=True)  # one JVM for both references (each start costs ~10 s)
+    try:
+        one_corpus, one_per = one.score(cands, refs)
+        small_corpus = one.score(cands[:7], refs[:7])[0]
+    finally:
+        one.close()
     monkeypatch.setattr(meteor, "SEGMENTS_PER_WORKER", 20)
     pool = meteor.MeteorPool()
     try:
@@ -36,7 +41,7 @@ def test_two_workers_equal_one(monkeypatch: pytest.MonkeyPatch) -> None:
         assert corpus == one_corpus
         np.testing.assert_array_equal(per, one_per)
         again, _ = pool.score(cands[:7], refs[:7])  # a small corpus later: one worker, still alive
-        assert again == meteor.MeteorProcess().score(cands[:7], refs[:7])[0]
+        assert again == small_corpus
     finally:
         for w in pool.workers:
             w.close()
