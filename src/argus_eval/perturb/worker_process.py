@@ -16,9 +16,10 @@ import signal
 import subprocess
 import sys
 import threading
+import weakref
 from collections import deque
 from contextlib import suppress
-from typing import Any
+from typing import IO, Any
 
 from argus_eval.perturb.worker import Frame, FrameTooLong, decode, read_frame, read_hello, write_frame
 
@@ -78,9 +79,9 @@ class WorkerProcess:
             raise OSError("sys.executable is empty: no Python to start")
         if os.name != "posix":  # subprocess passes file descriptors (pass_fds) on POSIX only
             raise OSError(f"a worker's pipes are passed as file descriptors, which {os.name!r} cannot do")
-        jobs, to_jobs = os.pipe()  # not inheritable: no other child (another worker) holds them open
+        jobs, to_jobs = _pipe()  # not inheritable: no other child (another worker) holds them open
         try:
-            from_replies, replies = os.pipe()
+            from_replies, replies = _pipe()
         except OSError:  # out of file descriptors
             os.close(jobs)
             os.close(to_jobs)
@@ -107,19 +108,17 @@ class WorkerProcess:
             _widen(fd)
         self.ready = False
         self.broken = ""  # why it was stopped alive: a reply it could not have meant
-        # held for the worker's life: close_input and reap close them
+        # held for the worker's life: close_input and reap close them, and so does a handle dropped
+        # unclosed (a make_pool pool never closed): the worker then exits at the end of its job pipe
         self._jobs = open(to_jobs, "wb")  # noqa: SIM115
         self._replies = open(from_replies, "rb")  # noqa: SIM115
+        weakref.finalize(self, _close_all, self._jobs, self._replies)
         self._said: deque[str] = deque(maxlen=20)
-        self._drain = threading.Thread(target=self._read_output, name="argus-corruptions-output", daemon=True)
+        # its target holds no reference to this handle, which would keep a dropped one (and its worker) alive
+        self._drain = threading.Thread(
+            target=_read_output, args=(self.proc, self._said), name="argus-corruptions-output", daemon=True
+        )
         self._drain.start()
-
-    def _read_output(self) -> None:
-        """Keep the last lines it writes to stdout or stderr (for a death's message) until it exits."""
-        assert self.proc.stdout is not None
-        with suppress(OSError, ValueError), self.proc.stdout:
-            for line in self.proc.stdout:
-                self._said.append(line.decode("utf-8", "replace").rstrip()[:300])
 
     def call(self, job: Frame) -> tuple[str, Any]:
         """The worker's reply to job; WorkerLost when it dies before replying, or its reply's header claims
@@ -178,6 +177,44 @@ class WorkerProcess:
             self.proc.wait()
         with suppress(OSError, ValueError):
             self._replies.close()
+
+
+def _read_output(proc: subprocess.Popen[bytes], said: deque[str]) -> None:
+    """Keep the last lines a worker writes to stdout or stderr (for a death's message) until it exits, then
+    reap it: one whose handle was dropped unclosed leaves no zombie behind."""
+    assert proc.stdout is not None
+    with suppress(OSError, ValueError), proc.stdout:
+        for line in proc.stdout:
+            said.append(line.decode("utf-8", "replace").rstrip()[:300])
+    with suppress(OSError):
+        proc.wait()
+
+
+def _close_all(*files: IO[bytes]) -> None:
+    for file in files:
+        with suppress(OSError, ValueError):  # already closed, or its worker gone
+            file.close()
+
+
+def _pipe() -> tuple[int, int]:
+    """os.pipe(), both ends numbered above 2. A process started with its stdin or stdout closed (`<&-`, a
+    daemon) gets 0 or 1 from os.pipe, and an end passed to the worker as 0 or 1 would be replaced there by
+    its own stdin (/dev/null) or stdout: it would read no job, or write its hello where no one reads it,
+    and every run would fall back to threads."""
+    ends = list(os.pipe())
+    try:
+        for i, fd in enumerate(ends):
+            if fd <= 2:
+                import fcntl
+
+                ends[i] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)  # not inheritable, as os.pipe's
+                os.close(fd)
+    except OSError:
+        for fd in ends:
+            with suppress(OSError):
+                os.close(fd)
+        raise
+    return ends[0], ends[1]
 
 
 def reply_limit(job: Frame) -> int:
