@@ -104,3 +104,39 @@ def test_every_other_mention_points_to_the_not_loaded_entry(
     assert where == sorted(where)
     page = (out / "report.html").read_text()
     assert "<h3>Not loaded</h3>" in page and f"<td>{MISSING}</td>" in page
+
+
+def test_a_reason_of_several_lines_is_still_one_line_per_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A loader's message of several lines (a checkpoint path with a newline in it here; Hugging Face's
+    hub errors, say, elsewhere) stays on the model's "failed:" and "not loaded:" lines, which logs are
+    searched for, flattened to one line each; results.json keeps it as the loader said it."""
+    shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 4, "train_images": 8}
+    spec = "hf:/nonexistent/first\nsecond"
+    cfg = {
+        "name": "lines",
+        "cache_dir": str(tmp_path / "cache"),
+        "models": [{"name": "fast", "spec": "null:fast"}, {"name": "gone", "spec": spec}],
+        "datasets": [{"name": "d", **shapes, "questions_per_image": 1}],
+        "tasks": ["retrieval"],
+        "efficiency": {"enabled": False},
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    code, printed = cli(["run", "-c", str(path), "-o", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
+    assert code == 1, printed
+    reason = json.loads((tmp_path / "out" / "results.json").read_text())["failures"]["not_loaded"][0][
+        "reason"
+    ]
+    assert "first\nsecond does not exist" in reason
+    lines = printed.splitlines()
+    failed = [line for line in lines if line.startswith("failed: gone: ")]
+    loaded = [line for line in lines if line.startswith("not loaded: gone ")]
+    assert len(failed) == 1 and failed[0].endswith("directory /nonexistent/first second does not exist"), (
+        lines
+    )
+    assert len(loaded) == 1 and loaded[0].endswith("directory /nonexistent/first second does not exist"), (
+        lines
+    )
+    assert loaded[0].startswith("not loaded: gone (hf:/nonexistent/first second): "), lines

@@ -44,7 +44,8 @@ def failure_lines(results: Results) -> list[str]:
 
     A load reason is stated on its "not loaded:" line and, in place of results.json's NOT_RUN pointer, on
     the model's "failed:" line, the one line per failing model that logs are searched for; the other
-    lines point to it."""
+    lines point to it. Each is one line: a reason, name or checkpoint of several lines (a loader's message
+    often is) is flattened, as results.json keeps it whole."""
     block = results.failures
     if block is None:
         return []
@@ -71,7 +72,7 @@ def failure_lines(results: Results) -> list[str]:
         common = comp.common(a, b)
         on = "" if common is None else f"; compared on the {common.n} samples both scored"
         lines.append(f"incomplete: {a} and {b}: no claim either way ({why}){on}")
-    return lines
+    return [" ".join(line.splitlines()) for line in lines]
 
 
 def exit_status(results: Results, max_failed: float) -> tuple[int, str | None]:
