@@ -140,3 +140,34 @@ def test_a_reason_of_several_lines_is_still_one_line_per_model(
         lines
     )
     assert loaded[0].startswith("not loaded: gone (hf:/nonexistent/first second): "), lines
+
+
+def test_a_second_model_on_the_same_missing_checkpoint_is_told_its_own_config_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loader's message names the model and config key that tried the checkpoint; a second model on
+    the same checkpoint is another load (its name is in the load key), so its entry names its own key,
+    never the first model's."""
+    shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 4, "train_images": 8}
+    cfg = {
+        "name": "twice",
+        "cache_dir": str(tmp_path / "cache"),
+        "models": [
+            {"name": "fast", "spec": "null:fast"},
+            {"name": "gone", "spec": MISSING},
+            {"name": "again", "spec": MISSING},
+        ],
+        "datasets": [{"name": "d", **shapes, "questions_per_image": 1}],
+        "tasks": ["retrieval"],
+        "efficiency": {"enabled": False},
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    code, printed = cli(["run", "-c", str(path), "-o", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
+    assert code == 1, printed
+    entries = json.loads((tmp_path / "out" / "results.json").read_text())["failures"]["not_loaded"]
+    reasons = {e["model"]: e["reason"] for e in entries}
+    assert reasons["gone"].startswith(GONE_WHY)
+    assert reasons["again"] == GONE_WHY.replace(
+        "models[1].spec (model 'gone')", "models[2].spec (model 'again')"
+    )
