@@ -173,7 +173,9 @@ def identity(name: str) -> str | None:
     return "image:" + code_fingerprint((perturbation.family, bool(perturbation.stochastic), *what))
 
 
-def corrupt(image: np.ndarray, name: str, severity: int, seed: int) -> ImageArray:
+def corrupt(
+    image: np.ndarray, name: str, severity: int | np.integer[Any], seed: int | np.integer[Any]
+) -> ImageArray:
     """Apply image perturbation name at severity 1..5 with seed; returns uint8 HxWx3 of the input's size.
 
     Grayscale, RGBA and 16-bit inputs are converted to uint8 RGB first; images under 32 px on a side are

@@ -47,7 +47,7 @@ class RunState:
     strict: bool
     quiet: bool
     retry_failed: bool
-    reports: Callable[[Path], None] | None
+    reports: Callable[[Path], object] | None
     pool: ModelPool
     threads: ThreadPlan
     store: Store = field(init=False)  # open from planning through scoring (``session``)
@@ -70,7 +70,7 @@ def start(
     strict: bool,
     quiet: bool,
     retry_failed: bool,
-    reports: Callable[[Path], None] | None,
+    reports: Callable[[Path], object] | None,
 ) -> RunState:
     """A run's state before its first phase: the output folder made, the pool and threads planned."""
     given, resolved = out_dir, prepare_out_dir(out_dir)  # a symlinked --out: resolved once

@@ -43,7 +43,7 @@ def run(
     quiet: bool = False,
     loader: Callable[[ModelConfig], Model] = load_model,
     retry_failed: bool = True,
-    reports: Callable[[Path], None] | None = None,
+    reports: Callable[[Path], object] | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation into out_dir and write results.json and samples.jsonl.
 

@@ -18,7 +18,10 @@ def ratio_of_sums(sums: FloatArray) -> FloatArray:
 
 
 def mean_cell(
-    key: CellKey, sample_ids: Sequence[str], scores: Sequence[float], predictions: Sequence[str] | None = None
+    key: CellKey,
+    sample_ids: Sequence[str],
+    scores: Sequence[float] | FloatArray,
+    predictions: Sequence[str] | None = None,
 ) -> CellData:
     """A cell whose primary score is the mean of per-sample scores in [0, 1] (components [score, 1])."""
     s = np.asarray(scores, dtype=np.float64)
@@ -30,8 +33,8 @@ def mean_cell(
 def ratio_cell(
     key: CellKey,
     sample_ids: Sequence[str],
-    numerators: Sequence[float],
-    denominators: Sequence[float],
+    numerators: Sequence[float] | FloatArray,
+    denominators: Sequence[float] | FloatArray,
     predictions: Sequence[str] | None = None,
 ) -> CellData:
     """A corpus-style cell: score = sum(numerators) / sum(denominators) over the (re)sample."""
