@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,7 +44,7 @@ def _timed(fn: Callable[[], T]) -> tuple[T, float]:
     return out, time.perf_counter() - t0
 
 
-def _corpus(n: int, seed: int = 0) -> tuple[dict[int, str], dict[int, list[str]]]:
+def _corpus(n: int, seed: int = 0) -> tuple[dict[Hashable, str], dict[Hashable, list[str]]]:
     rng = random.Random(seed)
     vocab = [f"w{i}" for i in range(3000)] + ["a", "the", "man", "dog", "on", "of", "with", "is"]
     weights = [1.0 / (i + 1) for i in range(len(vocab))]
@@ -53,8 +53,8 @@ def _corpus(n: int, seed: int = 0) -> tuple[dict[int, str], dict[int, list[str]]
         words = rng.choices(vocab, weights, k=rng.randint(8, 15))
         return " ".join(words).capitalize() + rng.choice([".", "", " ."])
 
-    refs = {i: [sent() for _ in range(5)] for i in range(n)}
-    cands = {i: sent() for i in refs}
+    refs: dict[Hashable, list[str]] = {i: [sent() for _ in range(5)] for i in range(n)}
+    cands: dict[Hashable, str] = {i: sent() for i in refs}
     return cands, refs
 
 
@@ -141,7 +141,9 @@ def run(n: int, whole: bool, repeat: int) -> None:
         _whole(cands, refs)
 
 
-def _coco_whole(cands: dict[int, str], refs: dict[int, list[str]]) -> tuple[dict[str, float], list[float]]:
+def _coco_whole(
+    cands: dict[Hashable, str], refs: dict[Hashable, list[str]]
+) -> tuple[dict[str, float], list[float]]:
     """COCOEvalCap's steps: PTB tokenisation, BLEU, METEOR (a fresh JVM), ROUGE_L, CIDEr; and METEOR per
     image."""
     from pycocoevalcap.bleu.bleu import Bleu
@@ -186,7 +188,7 @@ def _meteor_server() -> Iterator[Path]:
             proc.wait(timeout=30)
 
 
-def _whole(cands: dict[int, str], refs: dict[int, list[str]]) -> None:
+def _whole(cands: dict[Hashable, str], refs: dict[Hashable, list[str]]) -> None:
     """The whole score_captions against COCOEvalCap's steps, three ways: cold (this process starts the
     METEOR JVM inside the call, as a lone call does), warm (the JVM started earlier, as a run starts it
     while its models run) and served (a warm `argus meteor-server` in another process)."""

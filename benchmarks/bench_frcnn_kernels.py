@@ -16,7 +16,7 @@ import argparse
 import os
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -29,7 +29,7 @@ from argus_eval.models.frcnn.model import FasterRCNN
 from argus_eval.testing.tiny_frcnn import random_detector
 
 
-def _timed(kernels: ops.Kernels, spent: dict[str, float], sync: Any) -> ops.Kernels:
+def _timed(kernels: ops.Kernels, spent: dict[str, float], sync: Callable[[], None]) -> ops.Kernels:
     """kernels, adding the seconds each call takes to spent."""
 
     def nms(
@@ -61,7 +61,7 @@ def main() -> None:
             "torchvision does not import here: run this with scripts/torchvision_env.sh's python"
         )
     device = torch.device(args.device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync: Callable[[], None] = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     cfg = FrcnnConfig()
     weights = random_detector(cfg).state_dict()
     image = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)  # resized to 600 x 800

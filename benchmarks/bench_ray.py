@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ def main() -> None:
         for threads in (1, 2):
             torch.set_num_threads(threads)
             out = root / f"local{threads}"
-            secs, local_x[threads] = timed(lambda o=out: run(warm, o, quiet=True))
+            secs, local_x[threads] = timed(partial(run, warm, out, quiet=True))
             print(
                 f"local executor, torch threads {threads}: {secs:6.2f} s, executing {local_x[threads]:6.2f} s"
             )
@@ -132,7 +133,7 @@ def main() -> None:
                     {**base, "executor": "ray", "executor_options": {"num_workers": workers}}, "b"
                 )
                 out = root / f"ray{workers}"
-                secs, execs = timed(lambda c=cfg, o=out: run(c, o, quiet=True))
+                secs, execs = timed(partial(run, cfg, out, quiet=True))
                 same = comparable(out) == comparable(root / "local1")
                 print(
                     f"ray, {workers} worker(s): {secs:6.2f} s, executing {execs:6.2f} s; speed-up vs"

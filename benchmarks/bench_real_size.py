@@ -71,7 +71,9 @@ def _time_cuda(fn: Callable[[], None], warmup: int, runs: int) -> tuple[float, f
     torch.cuda.reset_peak_memory_stats()
     times = []
     for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # torch.cuda.Event's __new__ is unannotated
+        start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
         fn()
         end.record()

@@ -21,9 +21,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import torch
 from PIL import Image
-from transformers import AutoProcessor, CLIPConfig, CLIPModel
+from transformers import AutoProcessor, CLIPConfig, CLIPModel, CLIPTextConfig, CLIPVisionConfig
 
 from argus_eval.data.formats import FORMATS, LoadContext
+from argus_eval.data.types import Sample
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.execute.local import execute
 from argus_eval.runner.execute.pool import ModelPool
@@ -37,6 +38,7 @@ def build_clip(root: Path, hidden: int, layers: int) -> Path:
     tiny = build_tiny("clip", root / "tiny", seed=0)
     cfg = CLIPConfig.from_pretrained(tiny)
     for sub in (cfg.text_config, cfg.vision_config):
+        assert isinstance(sub, (CLIPTextConfig, CLIPVisionConfig))  # built from the tiny model's dicts
         sub.hidden_size, sub.intermediate_size, sub.num_hidden_layers = hidden, 4 * hidden, layers
         sub.num_attention_heads = max(1, hidden // 64)
     cfg.projection_dim = hidden
@@ -47,15 +49,21 @@ def build_clip(root: Path, hidden: int, layers: int) -> Path:
     return out
 
 
-def bare_loop(model_dir: Path, samples: list, image_root: Path, batch: int) -> float:
+def _image_path(image_root: Path, sample: Sample) -> Path:
+    assert sample.image is not None  # a captioned ShapesWorld sample shows its image
+    return image_root / sample.image
+
+
+def bare_loop(model_dir: Path, samples: list[Sample], image_root: Path, batch: int) -> float:
     """Decode images, run processor and get_*_features in batches: no runner, no store."""
-    model = CLIPModel.from_pretrained(model_dir).eval()
-    proc = AutoProcessor.from_pretrained(model_dir)
+    # transformers leaves PreTrainedModel.eval and AutoProcessor.from_pretrained unannotated
+    model = CLIPModel.from_pretrained(model_dir).eval()  # type: ignore[no-untyped-call]
+    proc = AutoProcessor.from_pretrained(model_dir)  # type: ignore[no-untyped-call]
     t0 = time.perf_counter()
     with torch.inference_mode():
         for i in range(0, len(samples), batch):
             chunk = samples[i : i + batch]
-            ims = [np.asarray(Image.open(image_root / s.image).convert("RGB")) for s in chunk]
+            ims = [np.asarray(Image.open(_image_path(image_root, s)).convert("RGB")) for s in chunk]
             texts = [t for s in chunk for t in s.texts]
             px = proc(images=ims, return_tensors="pt")
             tx = proc.tokenizer(texts, padding=True, truncation=True, return_tensors="pt")

@@ -105,7 +105,7 @@ def bench_argus(base: str, concurrency: int, n: int, batch: int) -> dict[str, An
 
     _stats(base)
     t0, c0 = time.perf_counter(), time.process_time()
-    ahead = Ahead()
+    ahead: Ahead[list[Any]] = Ahead()
     try:
         for k in range(len(starts)):
             ahead.fill(k, window([model], batch), lambda j: j < len(starts), work)

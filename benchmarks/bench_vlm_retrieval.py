@@ -26,13 +26,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from argus_eval.data.types import Dataset
+from argus_eval.models.hf_vlm import VLMAdapter
 from argus_eval.models.loading import load_model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.conditions import CLEAN
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.inputs.prepare import prepare
 from argus_eval.runner.plan.datasets import load_datasets
-from argus_eval.tasks.base import Prepared
+from argus_eval.tasks.base import Prepared, images_of
 from argus_eval.tasks.registry import make_tasks, parse_tasks
 
 COCO_IMAGES, COCO_TEXTS = 5_000, 25_000
@@ -127,7 +128,10 @@ def _fmt_time(seconds: float) -> str:
 
 def bench(name: str, ds: Dataset, ready: list[Prepared], k: int, batch: int) -> None:
     model = load_model(ModelConfig(name=name, spec=f"zoo:{name}", device="cpu", batch_size=batch))
-    images = [p.image for p in ready for _ in ready[0].gallery]
+    assert isinstance(model, VLMAdapter)  # a chat VLM: score_pairs_per_pair is its reference path
+    decoded = images_of(ready)
+    assert len(decoded) == len(ready)  # every retrieval sample shows its image
+    images = [im for im in decoded for _ in ready[0].gallery]
     texts = list(ready[0].gallery) * len(ready)
     n, m = len(ready), len(ready[0].gallery)
     model.score_pairs(images[:m], texts[:m])  # warm-up of both paths (first-call allocations)

@@ -106,10 +106,14 @@ def _karpathy(root: Path, entry: dict[str, Any], n: dict[str, int], style: dict[
 
 
 def _visual_genome(root: Path, entry: dict[str, Any], n: dict[str, int], style: dict[str, Any]) -> None:
-    paths = [_path(root, entry, k) for k in ("image_data", "region_descriptions", "question_answers")]
+    image_data, regions, qas = (
+        _path(root, entry, k) for k in ("image_data", "region_descriptions", "question_answers")
+    )
     images = _path(root, entry, "images")
     write_visual_genome(
-        *paths,
+        image_data,
+        regions,
+        qas,
         images,
         n["images"],
         regions_per_image=int(style["regions_per_image"]),

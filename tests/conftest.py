@@ -67,7 +67,11 @@ SLOW_MODULES = frozenset(
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test of a SLOW_MODULES module slow."""
     for item in items:
-        if item.module is not None and item.module.__name__ in SLOW_MODULES:
+        if (
+            isinstance(item, pytest.Function)
+            and item.module is not None
+            and item.module.__name__ in SLOW_MODULES
+        ):
             item.add_marker(pytest.mark.slow)
 
 

@@ -54,9 +54,13 @@ def test_cleaning_a_raw_decode_gives_the_tokenizers_own_skip_special_decode(name
     prefix = tok(prompt, add_special_tokens=False)["input_ids"]
     for answer in ["sphere", "a red cube is left of a gray sphere .", "2", "yes"]:
         ids = tok(answer, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-        raw = tok.decode(prefix[-3:]) + tok.decode(ids)  # the prompt's last turn, then the answer
+        turn, said = tok.decode(prefix[-3:]), tok.decode(ids)  # one sequence each: a str each
+        assert isinstance(turn, str) and isinstance(said, str)
+        raw = turn + said  # the prompt's last turn, then the answer
         assert any(s in raw for s in specials)
-        assert clean_generated(raw).text == tok.decode(ids, skip_special_tokens=True).strip()
+        plain = tok.decode(ids, skip_special_tokens=True)
+        assert isinstance(plain, str)
+        assert clean_generated(raw).text == plain.strip()
 
 
 def _q(kind: str | None = None, choices: tuple[str, ...] = ()) -> Sample:

@@ -92,7 +92,9 @@ def test_reversal_between_capability_and_overall_is_named() -> None:
         cells.append(mean_cell(cell_key("A", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 50, 0.2)))
         cells.append(mean_cell(cell_key("B", "reasoning", d, "clean"), IDS, _bernoulli(i + 9, 0.6)))
         cells.append(mean_cell(cell_key("B", "reasoning", d, "image:fog@3"), IDS, _bernoulli(i + 9, 0.6)))
-    opts = ScoringOptions(resamples=400, seed=3, weights={"P": 0.2, "CDC": 0.0, "RR": 0.8, "E": 0.0})
+    opts = ScoringOptions.model_validate(
+        {"resamples": 400, "seed": 3, "weights": {"P": 0.2, "CDC": 0.0, "RR": 0.8, "E": 0.0}}
+    )
     sc = bootstrap_scorecard(cells, {}, opts)
     assert sc.rankings.share("P", "A", "B") == 1.0 and sc.rankings.share("ARGUS", "B", "A") == 1.0
     assert str(sc.gap.sentence).startswith(
@@ -280,7 +282,9 @@ def test_classify_never_answers_options_its_head_lacks() -> None:
 def test_a_tie_asks_for_timing_trials_only_when_timing_is_undecided() -> None:
     # equal accuracy levels (resampling decides each cell), E weighted lightly: tied overall
     cells = _reasoning("A", 0.5, seed=1) + _reasoning("B", 0.5, seed=2)
-    opts = ScoringOptions(resamples=400, seed=3, weights={"P": 0.45, "CDC": 0.0, "RR": 0.0, "E": 0.1})
+    opts = ScoringOptions.model_validate(
+        {"resamples": 400, "seed": 3, "weights": {"P": 0.45, "CDC": 0.0, "RR": 0.0, "E": 0.1}}
+    )
 
     def timing(model: str, base: float) -> TaskTiming:
         trials = tuple(Trial(base, 1000.0 / base, i) for i in range(5))

@@ -281,7 +281,7 @@ def test_an_interrupted_job_s_worker_is_replaced(monkeypatch: pytest.MonkeyPatch
     try:
         p.apply(noise, IMAGE, 1)
         (first,) = p._live
-        real = worker_process.read_frame
+        from argus_eval.perturb.worker import read_frame as real  # what worker_process calls
 
         def interrupted(*args: Any) -> Any:
             raise KeyboardInterrupt

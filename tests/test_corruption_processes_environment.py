@@ -18,7 +18,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pytest
@@ -30,7 +30,7 @@ from argus_eval.perturb.conditions import Condition
 from argus_eval.perturb.image import IMAGE_PERTURBATIONS, ImagePerturbation
 from argus_eval.perturb.kinds import CONDITION_KINDS, ConditionKind, register_kind
 from argus_eval.perturb.processes import CorruptionProcesses, CorruptionWorkerWarning
-from argus_eval.perturb.worker import FrameTooLong, decode, encode, read_frame
+from argus_eval.perturb.worker import FrameTooLong, decode, encode, meaning, read_frame
 from argus_eval.perturb.worker_process import reply_limit
 
 IMAGE = np.random.default_rng(11).integers(0, 256, (36, 44, 3), dtype=np.uint8)
@@ -157,7 +157,7 @@ def test_a_site_hook_that_prints_at_start_up_does_not_stop_the_workers(
 @pytest.mark.parametrize("action", ["error", "always"])
 def test_when_warnings_are_errors_the_fallback_to_threads_fails_no_sample(
     python: str,
-    action: str,
+    action: Literal["error", "always"],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -212,12 +212,13 @@ def test_a_reply_header_with_a_huge_length_is_a_broken_worker(scribbling: Condit
 def test_a_frame_over_its_limit_is_refused_before_anything_is_allocated(size: int, count: int) -> None:
     # a bogus length of the pickle, of the buffer list, or of its buffers together; one byte too many
     lengths = struct.pack(f"<{min(count, 2)}Q", *[2**19] * min(count, 2))  # (16, 2): 2**20 + 32 bytes
-    stream = io.BufferedReader(io.BytesIO(struct.pack("<QI", size, count) + lengths))  # type: ignore[arg-type]
+    stream = io.BufferedReader(io.BytesIO(struct.pack("<QI", size, count) + lengths))
     with pytest.raises(FrameTooLong, match="over the 1,048,576 accepted"):
-        read_frame(stream, 2**20)
+        # typeshed's BufferedReader is invariant in its raw stream: one over a BytesIO is not the default
+        read_frame(stream, 2**20)  # type: ignore[arg-type]
     # within its limit a frame is read as it always was
     frame = encode(("ok", IMAGE))
-    data, buffers = read_frame(io.BufferedReader(io.BytesIO(b"".join(frame))), reply_limit(frame))  # type: ignore[arg-type]
+    data, buffers = read_frame(io.BufferedReader(io.BytesIO(b"".join(frame))), reply_limit(frame))
     assert np.array_equal(decode(data, buffers)[1], IMAGE)
 
 
@@ -240,7 +241,7 @@ def test_a_bogus_reply_header_once_is_retried_in_a_fresh_worker(
 
 def test_a_condition_s_meaning_is_found_once_per_name(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = processes_module.meaning
+    real = meaning  # what processes calls
 
     def counted(behaviour: Any, condition: Condition) -> str | None:
         calls.append(condition.id)

@@ -151,7 +151,7 @@ def test_executor_rejects_non_unique_and_accepts_generator_spelling() -> None:
     scene = hand_scene()
     with pytest.raises(ProgramError):
         run_to_answer([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1])], scene)
-    old = [
+    old: list[dict[str, Any]] = [
         {"type": "scene", "inputs": []},
         {"type": "filter_color", "inputs": [0], "side_inputs": ["blue"]},
         {"type": "count", "inputs": [1]},
@@ -211,15 +211,17 @@ def test_layout_and_images(small_split: Path) -> None:
 
 def test_round_trip_generator_to_loader(tmp_path: Path) -> None:
     spec = FORMATS.get("shapesworld")
-    opts = spec.options(
-        name="x",
-        format="shapesworld",
-        domain="palette",
-        split="val",
-        n_images=6,
-        train_images=4,
-        questions_per_image=5,
-        seed=3,
+    opts = spec.options.model_validate(
+        {
+            "name": "x",
+            "format": "shapesworld",
+            "domain": "palette",
+            "split": "val",
+            "n_images": 6,
+            "train_images": 4,
+            "questions_per_image": 5,
+            "seed": 3,
+        }
     )
     ds = spec.load(opts, LoadContext(cache_dir=tmp_path))
     expected = generate("palette", "val", 6, 3, 5).samples()

@@ -94,7 +94,9 @@ def test_lmms_vqav2_preset_gives_ten_answers_and_one_image_per_content(tmp_path:
     assert by["q/100"].metadata["categories"] == {"answer_type": "number"}
     # the two questions on the red image share one stored file; the blue one has its own
     assert by["q/100"].image == by["q/101"].image != by["q/102"].image
-    assert sorted(p.name for p in ds.image_root.iterdir()) == sorted({by["q/100"].image, by["q/102"].image})
+    red, blue = by["q/100"].image, by["q/102"].image
+    assert red is not None and blue is not None
+    assert sorted(p.name for p in ds.image_root.iterdir()) == sorted({red, blue})
     assert ds.image_path(by["q/102"]).read_bytes() == BLUE
 
 

@@ -12,7 +12,7 @@ from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import parse_config
 from argus_eval.runner.plan import dryrun
 from argus_eval.runner.plan.dryrun import describe_plan
-from argus_eval.runner.plan.dryrun_cost import RunCost
+from argus_eval.runner.plan.dryrun_cost import RunCost, run_cost
 from argus_eval.runner.plan.plan import Cell
 
 
@@ -57,7 +57,7 @@ def test_a_model_is_asked_whether_it_reads_regions_once_per_cell_not_per_sample(
     # a paper-sized plan holds millions of samples in its cells: per-sample questions took minutes
     asked: list[str] = []
     planned: list[Cell] = []
-    real = dryrun.run_cost
+    real = run_cost  # what dryrun calls
 
     def counting(
         cells: Iterable[Cell],

@@ -213,7 +213,7 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-CLI_CASES: dict[str, Callable[[Path], None]] = {
+CLI_CASES: dict[str, Callable[[Path], object]] = {  # what each returns is not used
     "missing": lambda p: None,
     "empty": lambda p: p.write_text(""),
     "truncated": lambda p: p.write_text(BAD_TEXT["truncated"]),

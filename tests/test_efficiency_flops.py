@@ -49,7 +49,8 @@ def _tiny_clip(attn: str) -> Any:
     from transformers import CLIPConfig, CLIPModel
 
     torch.manual_seed(0)
-    model = CLIPModel(CLIPConfig(text_config=TEXT, vision_config=VISION, projection_dim=PROJ)).eval()
+    # transformers leaves PreTrainedModel.eval unannotated
+    model = CLIPModel(CLIPConfig(text_config=TEXT, vision_config=VISION, projection_dim=PROJ)).eval()  # type: ignore[no-untyped-call]
     model.set_attn_implementation(attn)
     return model
 

@@ -19,6 +19,7 @@ from api_server import ServerState, serve
 from argus_eval.errors import ConfigError, ModelCallError
 from argus_eval.models.api import retry_after
 from argus_eval.models.loading import load_model
+from argus_eval.models.protocols import Generator
 from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
@@ -36,7 +37,7 @@ def _api_config(data: Path, url: str, **options: Any) -> dict[str, Any]:
     client then sends those as Basic auth instead)."""
     host = url.removeprefix("http://")
     opts = {"api_key_env": "ARGUS_SECRET_KEY", "max_retries": 1, "backoff_s": 0.01, **options}
-    models = [
+    models: list[dict[str, Any]] = [
         {"name": "keyed", "spec": f"api:{url}#tiny-vlm", "batch_size": 2, "options": opts},
         {"name": "in-url", "spec": f"api:http://argus:{URL_PASSWORD}@{host}#tiny-vlm", "options": opts},
     ]
@@ -103,6 +104,7 @@ def test_retry_after_is_honoured() -> None:
         m = load_model(
             ModelConfig(name="s", spec=f"api:{url}#m", options={"max_retries": 1, "backoff_s": 0.01})
         )
+        assert isinstance(m, Generator)
         assert m.generate(tiny_images(1), ["hello"], 4) == ["a shape seen by  in 4 tokens"]
         m.close()
     first, second = state.hits["hello"]
@@ -122,6 +124,7 @@ def test_a_failing_prompt_is_retried_once_not_per_level() -> None:
         m = load_model(
             ModelConfig(name="s", spec=f"api:{url}#m", options={"max_retries": 1, "backoff_s": 0.01})
         )
+        assert isinstance(m, Generator)
         ims = tiny_images(3)
         with pytest.raises(ModelCallError, match="HTTP 500"):
             m.generate(ims, ["ok1", "bad", "ok2"], 4)

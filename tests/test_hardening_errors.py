@@ -98,7 +98,7 @@ def test_read_only_out_is_not_called_unreadable(tmp_path: Path, monkeypatch: pyt
     real = sqlite3.connect
 
     def read_only(*a: Any, **k: Any) -> sqlite3.Connection:
-        db = real(*a, **k)
+        db: sqlite3.Connection = real(*a, **k)
         db.execute("PRAGMA query_only = ON")  # every write fails as on a read-only folder
         return db
 
@@ -199,7 +199,7 @@ def _full_after(extra_pages: int) -> Any:
     real = sqlite3.connect
 
     def limited(*a: Any, **k: Any) -> sqlite3.Connection:
-        db = real(*a, **k)
+        db: sqlite3.Connection = real(*a, **k)
         pages = db.execute("PRAGMA page_count").fetchone()[0]
         db.execute(f"PRAGMA max_page_count = {max(pages, 6) + extra_pages}")  # SQLite's own 'disk full'
         return db
@@ -238,7 +238,7 @@ def test_full_disk_exits_2_naming_the_file_and_the_store_resumes_elsewhere(
 def test_full_disk_while_writing_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = run_files.atomic_write_text
+    from argus_eval.data.atomic import atomic_write_text as real  # what run_files calls
 
     def full(path: Path, text: str) -> None:
         if path.name == "results.json":

@@ -109,7 +109,7 @@ OUT_OF_KEY = {
         "options.throttle_retries",
     },
 }  # fmt: skip
-CHANGED = {
+CHANGED: dict[str, Any] = {
     "device": "cuda",
     "batch_size": 3,
     "revision": "v2",

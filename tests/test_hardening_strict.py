@@ -298,7 +298,9 @@ def _option_models() -> list[tuple[type[Any], dict[str, Any]]]:
     from argus_eval.tasks.base import TASKS
 
     tasks = [(TASKS.get(n).options_model, {"name": n}) for n in TASKS.names()]
-    schemes = [(m, {}) for m in {SCHEME_OPTIONS.get(n) for n in SCHEME_OPTIONS.names()}]
+    schemes: list[tuple[type[Any], dict[str, Any]]] = [
+        (m, {}) for m in {SCHEME_OPTIONS.get(n) for n in SCHEME_OPTIONS.names()}
+    ]
     minimal_run = {"models": [{"name": "m", "spec": "zoo:clip"}], "datasets": [{"format": "shapesworld"}]}
     return [
         *tasks,

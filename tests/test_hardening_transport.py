@@ -24,6 +24,7 @@ from api_server import Raw, RawState, raw_json, serve_raw
 from argus_eval.errors import ModelCallError
 from argus_eval.models.api_transport import MAX_BODY_BYTES
 from argus_eval.models.loading import load_model
+from argus_eval.models.protocols import Generator
 from argus_eval.models.spec import ModelConfig
 from model_fixtures import tiny_images
 
@@ -167,6 +168,7 @@ def test_hostile_responses_are_answers_or_one_named_failure_within_the_deadline(
     with serve_raw(state) as url:
         opts = {"timeout_s": TIMEOUT_S, "max_retries": 0, "concurrency": 1}
         model = load_model(ModelConfig(name="fuzz", spec=f"api:{url}#m", options=opts))
+        assert isinstance(model, Generator)
 
         @settings(
             max_examples=220, derandomize=True, deadline=None, database=None,
@@ -215,6 +217,7 @@ def test_a_trickling_server_fails_at_timeout_s_not_per_read(tmp_path: Path) -> N
     with serve_raw(state) as url:
         opts = {"timeout_s": 3, "max_retries": 0}
         model = load_model(ModelConfig(name="slow", spec=f"api:{url}#m", options=opts))
+        assert isinstance(model, Generator)
         start = time.monotonic()
         with pytest.raises(ModelCallError, match="timed out after 3 s"):
             model.generate([IMAGE], ["q"], 8)
@@ -277,6 +280,7 @@ def test_a_response_header_that_is_not_ascii_is_kept_not_a_crash() -> None:
     state = RawState()
     with serve_raw(state) as url:
         model = load_model(ModelConfig(name="u", spec=f"api:{url}#m", options={"max_retries": 0}))
+        assert isinstance(model, Generator)
         for value in ("caf\u00c3\u00a9", "caf\u00e9"):  # written as Latin-1: UTF-8 bytes, then Latin-1
             state.next = raw_json(200, _answer("fine"), {"Content-Type": "application/json", "X-Note": value})
             assert model.generate([IMAGE], [f"q {value}"], 8) == ["fine"]

@@ -42,7 +42,7 @@ def _parquet(tmp: Path, rows: dict[str, list[Any]], name: str = "d.parquet") -> 
 
 def _mc(tmp: Path, index: list[Any], **extra: Any) -> Dataset:
     n = len(index)
-    rows = {"qid": list(range(n)), "q": [f"Which {i}?" for i in range(n)],
+    rows: dict[str, list[Any]] = {"qid": list(range(n)), "q": [f"Which {i}?" for i in range(n)],
             "opts": [["red", "blue", "green"]] * n, "gold": index,
             "image": [{"bytes": _png(), "path": None}] * n}  # fmt: skip
     f = _parquet(tmp, rows)
@@ -184,7 +184,7 @@ def test_a_quoted_question_over_two_lines_is_kept(tmp_path: Path) -> None:
 
 def _damaged(tmp: Path, kind: str) -> tuple[Path, dict[str, Any]]:
     """A dataset file or folder of one kind of damage, and the entry naming it."""
-    rows = {"qid": [1, 2], "question": ["What?", "Which?"], "answers": [["a"], ["b"]]}
+    rows: dict[str, list[Any]] = {"qid": [1, 2], "question": ["What?", "Which?"], "answers": [["a"], ["b"]]}
     columns = {"id": "qid", "question": "question", "answers": "answers"}
     if kind in ("garbage-parquet", "truncated-parquet"):
         path = _parquet(tmp, rows)
@@ -229,7 +229,12 @@ def test_an_embedded_decompression_bomb_is_a_counted_failed_sample(
         ds = _tsv(tmp_path, [[str(i), c, f"Question {i}?", "a"] for i, c in enumerate(cells)])
     else:
         images = [{"bytes": b, "path": None} for b in (_png(), bomb, _png())]
-        rows = {"qid": [0, 1, 2], "image": images, "question": ["Q0?", "Q1?", "Q2?"], "answers": [["a"]] * 3}
+        rows: dict[str, list[Any]] = {
+            "qid": [0, 1, 2],
+            "image": images,
+            "question": ["Q0?", "Q1?", "Q2?"],
+            "answers": [["a"]] * 3,
+        }
         path = _parquet(tmp_path, rows)
         columns = {"id": "qid", "image": "image", "question": "question", "answers": "answers"}
         ds = _load(tmp_path, format="hf_datasets", builder="parquet", data_files=[str(path)], columns=columns)

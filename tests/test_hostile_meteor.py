@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import pytest
 
 from argus_eval.errors import MetricError
 from argus_eval.metrics import meteor_remote, meteor_server
-from argus_eval.metrics.meteor import shared_meteor
+from argus_eval.metrics.meteor import MeteorPool, shared_meteor
 from argus_eval.metrics.meteor_remote import (
     Limits,
     MeteorServerError,
@@ -58,7 +59,7 @@ def _corpus(n: int, seed: int = 3) -> tuple[list[str], list[list[str]]]:
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(meteor_remote, "_REFUSED", set())
-    monkeypatch.setattr(meteor_remote, "_COUNTS", meteor_remote.Counter())
+    monkeypatch.setattr(meteor_remote, "_COUNTS", Counter())
     monkeypatch.setattr(meteor_remote, "_IDENTITY", {})
     monkeypatch.setattr(meteor_remote, "LIMITS", FAST)
     monkeypatch.setattr(meteor_remote, "DEFAULT_STATE", tmp_path / "no-default.json")
@@ -448,7 +449,7 @@ def test_a_non_loopback_address_is_refused_unconnected(address: str, monkeypatch
     def no_connection(*args: object, **kwargs: object) -> socket.socket:
         raise AssertionError(f"connected to {args}")
 
-    monkeypatch.setattr(meteor_remote.socket, "create_connection", no_connection)
+    monkeypatch.setattr(socket, "create_connection", no_connection)
     _refused_once(monkeypatch, address, "is not a loopback address")
     assert meteor_events()["refused_address"] == 1
     with pytest.raises(MeteorServerError, match="not a loopback address"):
@@ -467,7 +468,7 @@ def test_localhost_is_accepted_only_resolving_to_loopback(monkeypatch: pytest.Mo
     host, port = loopback_endpoint("localhost:7")
     assert port == 7 and host in {"127.0.0.1", "::1"}
     answer = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.1.2.3", 7))]
-    monkeypatch.setattr(meteor_remote.socket, "getaddrinfo", lambda *a, **k: answer)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
     with pytest.raises(MeteorServerError, match="not a loopback address"):
         loopback_endpoint("localhost:7")
 
@@ -527,7 +528,7 @@ def test_serve_on_a_port_in_use_starts_no_jvm(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[int] = []
-    monkeypatch.setattr(meteor_server.MeteorPool, "ensure", lambda self, n: started.append(n))
+    monkeypatch.setattr(MeteorPool, "ensure", lambda self, n: started.append(n))
     with _holding(kind) as port, pytest.raises(MetricError, match=f"port {port} on 127.0.0.1 is in use"):
         meteor_server.serve(port, tmp_path / "s.json", 1)
     assert started == [] and not (tmp_path / "s.json").exists()

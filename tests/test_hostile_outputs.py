@@ -273,9 +273,9 @@ def test_an_error_names_the_output_not_its_temporary(tmp_path: Path, monkeypatch
     assert e.value.filename == str(tmp_path / "summary.md") and e.value.strerror == "Permission denied"
     monkeypatch.undo()
     (tmp_path / "cells.csv" / "x").mkdir(parents=True)  # the rename fails: named as the output too
-    with pytest.raises(OSError) as e:
+    with pytest.raises(OSError) as renamed:
         atomic_write_text(tmp_path / "cells.csv", "a,b\n")
-    assert e.value.filename == str(tmp_path / "cells.csv")
+    assert renamed.value.filename == str(tmp_path / "cells.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.csv"]
 
 

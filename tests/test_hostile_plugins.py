@@ -390,7 +390,7 @@ def test_an_unparsable_entry_points_file_is_listed_and_hides_no_other_plugin(
     (garbled / "entry_points.txt").write_text("[argus_eval.models]\nthis line has no equals sign\n")
     _dist(site, "friendly-plugin", "1.0", {"argus_eval.models": [("friendly", "friendly_plugin:SCHEME")]})
     every = metadata.distributions  # only these two installed
-    monkeypatch.setattr(registry.metadata, "distributions", lambda: every(path=[str(site)]))
+    monkeypatch.setattr(metadata, "distributions", lambda: every(path=[str(site)]))
     installed = registry._installed.__wrapped__()
     assert [ep.name for ep in installed.by_group["argus_eval.models"]] == ["friendly"]
     ((dist, why),) = installed.unreadable

@@ -168,8 +168,8 @@ def test_kept_captioning_scores_follow_who_scores(
     run(parse_config(cfg, "test"), same, quiet=True)
     assert finalized == []
     task = captioning.CaptioningTask(captioning.CaptioningTask.options_model(name="captioning"))
-    monkeypatch.setattr(captioning.shutil, "which", lambda _name: "/usr/bin/java")
+    monkeypatch.setattr(shutil, "which", lambda _name: "/usr/bin/java")
     with_java = task.scoring_hash()
     assert "meteor-2.0" in task.scorer_identity()
-    monkeypatch.setattr(captioning.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
     assert task.scoring_hash() != with_java and "METEOR" not in task.scorer_identity()

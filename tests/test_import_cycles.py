@@ -55,7 +55,7 @@ def test_the_checks_see_a_cycle_and_a_forbidden_import() -> None:
     # a deferred import inside a function counts as much as a top-level one
     tree = ast.parse("def f():\n    from argus_eval.zoo.catalog import read_manifest\n")
     found = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-    assert found == ["argus_eval.zoo.catalog"] and wing(found[0]) == "zoo"
+    assert found == ["argus_eval.zoo.catalog"] and found[0] is not None and wing(found[0]) == "zoo"
     may, _ = allowed()
     assert "zoo" not in may["models"]
 

@@ -17,12 +17,12 @@ pytest.importorskip("simplejpeg")
 
 def _pil_pixels(path: Path) -> np.ndarray:
     """The reference: load_image with the fast path (and its vetting) switched off."""
-    saved = images.jpeg.read
-    images.jpeg.read = lambda data: None  # type: ignore[assignment]
+    saved = jpeg.read
+    jpeg.read = lambda data: None
     try:
         return images.load_image(path)
     finally:
-        images.jpeg.read = saved  # type: ignore[assignment]
+        jpeg.read = saved
 
 
 def _photo(h: int, w: int, seed: int) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import struct
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,15 +23,15 @@ Outcome = tuple[str, object]
 
 def _outcome(path: Path, fast: bool) -> Outcome:
     """load_image's array, or its error message, with the fast path (and its vetting) on or off."""
-    saved = images.jpeg.read
+    saved = jpeg.read
     if not fast:
-        images.jpeg.read = lambda data: None  # type: ignore[assignment]
+        jpeg.read = lambda data: None
     try:
         arr = images.load_image(path)
     except SampleError as e:
         return "error", str(e)
     finally:
-        images.jpeg.read = saved  # type: ignore[assignment]
+        jpeg.read = saved
     assert arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3
     return "pixels", arr
 
@@ -90,7 +91,7 @@ def _write(tmp_path: Path, data: bytes, name: str = "x.jpg") -> Path:
 
 # Headers libjpeg reads but PIL's Python parser refuses ("cannot identify image file"): the fast path
 # must not return pixels for a file the PIL path rejects.
-_PIL_REFUSES = {
+_PIL_REFUSES: dict[str, Callable[[bytes], bytes]] = {
     "jfif_too_short": lambda d: d[:2] + _segment(0xE0, b"JFIF\x00") + d[20:],
     "icc_chunk_too_short": lambda d: _after_soi(d, _segment(0xE2, b"ICC_PROFILE\x00")),
     "tem_marker": lambda d: d[: _sof_offset(d)] + b"\xff\x01" + d[_sof_offset(d) :],
@@ -250,7 +251,7 @@ def test_a_size_pil_reads_otherwise_is_refused_by_the_bomb_limit(
     Image.fromarray(_photo(100, 100, 5)).save(buf, "JPEG")
     path = _write(tmp_path, buf.getvalue())
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 6000)  # 100x100 only warns (under twice the limit)
-    monkeypatch.setattr(jpeg._simplejpeg, "decode_jpeg_header", half_height)
+    monkeypatch.setattr(simplejpeg, "decode_jpeg_header", half_height)
     with pytest.warns(Image.DecompressionBombWarning):  # the vetting's open, which hands nothing on
         assert jpeg.read(buf.getvalue()) is None
         with pytest.raises(SampleError, match="too large to decode safely"):

@@ -17,6 +17,7 @@ from argus_eval.data.images import load_image
 from argus_eval.data.paths import image_inside_root
 from argus_eval.models.frcnn.provider import FrcnnRegionFeatures
 from argus_eval.models.loading import load_model, model_fingerprint
+from argus_eval.models.protocols import Classifier
 from argus_eval.models.regions import save_npz
 from argus_eval.models.spec import ModelConfig
 from argus_eval.runner.config import parse_config
@@ -31,7 +32,7 @@ from model_fixtures import tiny_dir
 ROOT = Path(__file__).resolve().parent.parent
 
 
-PERTURBED = [{"image": "brightness", "severity": 2}, {"control": ["blank", "swap"]}]
+PERTURBED: list[dict[str, Any]] = [{"image": "brightness", "severity": 2}, {"control": ["blank", "swap"]}]
 
 
 def test_every_condition_is_answered_from_its_own_pixels_and_regions_are_cached(
@@ -67,7 +68,7 @@ def test_the_dry_run_counts_the_region_extractions_a_run_makes(
 ) -> None:
     # a text perturbation shows the clean image and a swap another sample's clean image: the regions the
     # clean condition extracted serve both, so only the brightened copies are detected besides
-    conditions = [
+    conditions: list[dict[str, Any]] = [
         {"image": "brightness", "severity": 2},
         {"control": "swap"},
         {"text": "typos", "severity": 2},
@@ -117,6 +118,7 @@ def test_a_file_of_the_providers_own_regions_gives_the_same_answers(tmp_path: Pa
             name="l", spec=spec, device="cpu", options={"region_features": str(tmp_path / "regions.npz")}
         )
     )
+    assert isinstance(live, Classifier) and isinstance(filed, Classifier)
     np.testing.assert_array_equal(live.classify(images, questions), filed.classify(images, questions))
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from argus_eval.metrics import _ptb, caption, meteor_segments
 from argus_eval.metrics.caption import caption_components, components_ahead
+from argus_eval.metrics.meteor_remote import meteor_scorer
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="java not on PATH (PTB, METEOR jars)")
 
@@ -38,7 +39,7 @@ def test_prepared_components_equal_a_fresh_process_and_start_nothing(monkeypatch
     meteor_segments.forget_segments()
     jar: list[int] = []
     segments: list[int] = []
-    real_jar, real_scorer = _ptb._run_jar, caption.meteor_scorer
+    real_jar, real_scorer = _ptb._run_jar, meteor_scorer  # the scorer caption calls
 
     def counted_jar(lines: Sequence[str]) -> list[str]:
         jar.append(len(lines))

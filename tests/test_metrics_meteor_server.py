@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def _corpus(n: int, seed: int = 5) -> tuple[list[str], list[list[str]]]:
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(meteor_remote, "_REFUSED", set())
-    monkeypatch.setattr(meteor_remote, "_COUNTS", meteor_remote.Counter())
+    monkeypatch.setattr(meteor_remote, "_COUNTS", Counter())
     monkeypatch.setattr(meteor_remote, "_IDENTITY", {})
     monkeypatch.setenv(SERVER_ENV, "")  # whatever state file this machine has, unless a test names one
 

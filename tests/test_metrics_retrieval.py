@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -134,7 +136,7 @@ def test_five_fold_matches_per_fold_average() -> None:
     sim = rng.normal(size=(n_img, n_img * per))
     sim[t2i, np.arange(t2i.size)] += 1.5
     out = five_fold_1k(sim, t2i, ks=(1, 5))
-    expect: dict[str, float] = {}
+    expect: dict[str, float | np.floating[Any]] = {}
     for f in range(5):
         ri, rt = _brute_ranks(
             sim[f * 10 : (f + 1) * 10, f * 20 : (f + 1) * 20], np.eye(10, dtype=bool)[t2i[:20]]

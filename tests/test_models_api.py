@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from argus_eval.errors import ModelCallError, ModelLoadError
-from argus_eval.models.api import retry_wait
+from argus_eval.models.api import OpenAICompatibleModel, retry_wait
 from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import GENERATE, Generator
 from argus_eval.models.spec import ModelConfig
@@ -115,7 +115,7 @@ def model(server: tuple[str, Canned], monkeypatch: pytest.MonkeyPatch) -> Any:
     m.close()
 
 
-def test_success_in_order_with_usage(model: Any, server: tuple[str, Canned]) -> None:
+def test_success_in_order_with_usage(model: OpenAICompatibleModel, server: tuple[str, Canned]) -> None:
     assert isinstance(model, Generator) and model.info.capabilities == frozenset({GENERATE})
     ims = tiny_images(7)
     prompts = [f"q{i}" for i in range(7)]
@@ -216,10 +216,16 @@ def test_throttle_without_retry_after_waits_within_max_wait(
     monkeypatch.setenv("ARGUS_TEST_KEY", KEY)
     opts = {"api_key_env": "ARGUS_TEST_KEY", "backoff_s": 0.5, "max_wait_s": 0.05, "throttle_retries": 8}
     m = load_model(ModelConfig(name="served", spec=f"api:{server[0]}#tiny-vlm", options=opts))
+    assert isinstance(m, Generator)
     before = server[1].hits.get("busy", 0)  # the server is shared by this module's tests
     slept: list[float] = []
     real_sleep = time.sleep
-    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), real_sleep(s))[1])
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        real_sleep(s)
+
+    monkeypatch.setattr(time, "sleep", sleep)
     try:
         with pytest.raises(ModelCallError, match="HTTP 429"):
             m.generate(tiny_images(1), ["busy"], 4)

@@ -11,7 +11,16 @@ import pytest
 
 from argus_eval.errors import ModelLoadError
 from argus_eval.models.loading import load_model
-from argus_eval.models.protocols import CAPTION, EMBED, GENERATE, SCORE_PAIRS, Embedder, Generator, PairScorer
+from argus_eval.models.protocols import (
+    CAPTION,
+    EMBED,
+    GENERATE,
+    SCORE_PAIRS,
+    Embedder,
+    Generator,
+    Model,
+    PairScorer,
+)
 from argus_eval.models.spec import ModelConfig
 from model_fixtures import TEXTS, load_tiny, tiny_dir, tiny_images
 
@@ -38,7 +47,8 @@ def test_blip_itm_scores_and_embeddings() -> None:
     [("blip-caption", PROMPTS, CAPTION), ("blip-vqa", QUESTIONS, GENERATE)],
 )
 def test_blip_generation_batch_invariant(family: str, prompts: list[str], capability: str) -> None:
-    m8, m1 = load_tiny(family, batch_size=8), load_tiny(family, batch_size=1)
+    m8: Model = load_tiny(family, batch_size=8)  # a Model, which the check below narrows to a Generator
+    m1 = load_tiny(family, batch_size=1)
     assert m8.info.capabilities == frozenset({capability}) and isinstance(m8, Generator)
     ims = tiny_images(9, seed=1)
     out8 = m8.generate(ims, prompts, 5)

@@ -5,6 +5,7 @@ tiny detector end to end."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -214,7 +215,7 @@ def _nms_reference(boxes: np.ndarray, scores: np.ndarray, t: float) -> list[int]
             xx1, yy1 = max(boxes[i, 0], boxes[j, 0]), max(boxes[i, 1], boxes[j, 1])
             xx2, yy2 = min(boxes[i, 2], boxes[j, 2]), min(boxes[i, 3], boxes[j, 3])
             inter = max(0.0, xx2 - xx1) * max(0.0, yy2 - yy1)
-            area = lambda k: (boxes[k, 2] - boxes[k, 0]) * (boxes[k, 3] - boxes[k, 1])  # noqa: E731
+            area: Callable[[int], float] = lambda k: (boxes[k, 2] - boxes[k, 0]) * (boxes[k, 3] - boxes[k, 1])  # noqa: E731
             union = area(i) + area(j) - inter
             if union > 0 and inter / union > t:
                 dead.add(j)

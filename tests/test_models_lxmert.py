@@ -12,7 +12,7 @@ import pytest
 
 from argus_eval.errors import ModelCallError, ModelLoadError
 from argus_eval.models.loading import load_model, model_fingerprint
-from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS, Classifier
+from argus_eval.models.protocols import CLASSIFY, SCORE_PAIRS, Classifier, Model, PairScorer
 from argus_eval.models.regions import GridRegionFeatures, image_key, load_precomputed, save_npz
 from argus_eval.models.spec import ModelConfig
 from model_fixtures import TEXTS, load_tiny, tiny_dir, tiny_images
@@ -20,7 +20,8 @@ from model_fixtures import TEXTS, load_tiny, tiny_dir, tiny_images
 
 @pytest.mark.parametrize("family", ["lxmert-vqa", "lxmert-pretraining"])
 def test_lxmert_batch_invariant(family: str) -> None:
-    m8, m1 = load_tiny(family, batch_size=8), load_tiny(family, batch_size=1)
+    m8: Model = load_tiny(family, batch_size=8)  # a Model, which the check below narrows to a Classifier
+    m1 = load_tiny(family, batch_size=1)
     assert isinstance(m8, Classifier)
     assert m8.info.extra["regions"] == {"kind": "grid", "image_size": 32, "grid": 4}
     ims = tiny_images(9)
@@ -30,6 +31,7 @@ def test_lxmert_batch_invariant(family: str) -> None:
     np.testing.assert_allclose(m1.classify(ims, TEXTS), c8, atol=1e-5)
     if family == "lxmert-pretraining":
         assert m8.info.capabilities == frozenset({CLASSIFY, SCORE_PAIRS})
+        assert isinstance(m8, PairScorer)
         s8 = m8.score_pairs(ims, TEXTS)
         assert ((s8 > 0) & (s8 < 1)).all()
         np.testing.assert_allclose(m1.score_pairs(ims, TEXTS), s8, atol=1e-5)
@@ -60,6 +62,7 @@ def test_precomputed_npz_lookup_and_refusal(tmp_path: Path) -> None:
         name="l", spec=f"hf:{tiny_dir('lxmert-vqa')}", device="cpu", options={"region_features": str(path)}
     )
     m = load_model(cfg)
+    assert isinstance(m, Classifier)
     assert m.info.extra["regions"]["kind"] == "file"
     assert m.classify(ims, TEXTS[:3]).shape == (3, len(m.labels))
     perturbed = ims[0].copy()

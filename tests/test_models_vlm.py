@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from argus_eval.models.hf_vlm import VLMAdapter
 from argus_eval.models.protocols import CHOOSE, GENERATE, POOL, SCORE_PAIRS, Chooser, Generator, PairScorer
 from model_fixtures import TEXTS, load_tiny, tiny_images
 
@@ -21,7 +22,7 @@ def pair(request: pytest.FixtureRequest) -> tuple[Any, Any]:
     return load_tiny(request.param, batch_size=8), load_tiny(request.param, batch_size=1)
 
 
-def test_capabilities(pair: tuple[Any, Any]) -> None:
+def test_capabilities(pair: tuple[VLMAdapter, VLMAdapter]) -> None:
     m8, _ = pair
     assert m8.info.capabilities == frozenset({GENERATE, CHOOSE, SCORE_PAIRS, POOL})
     assert isinstance(m8, Generator) and isinstance(m8, Chooser) and isinstance(m8, PairScorer)

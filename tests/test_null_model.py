@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from argus_eval.models.loading import load_model
+from argus_eval.models.null import NullModel
 from argus_eval.models.protocols import EMBED, GENERATE
 from argus_eval.models.spec import ModelConfig
 
@@ -18,6 +19,7 @@ def test_null_model_is_deterministic_and_differs_by_name() -> None:
     a1 = load_model(ModelConfig(name="a", spec="null:a"))
     a2 = load_model(ModelConfig(name="a", spec="null:a"))
     b = load_model(ModelConfig(name="b", spec="null:b"))
+    assert isinstance(a1, NullModel) and isinstance(a2, NullModel) and isinstance(b, NullModel)
     assert a1.info.capabilities == frozenset({EMBED, GENERATE})
     ims = _images()
     ea, eb = a1.embed_images(ims), b.embed_images(ims)
@@ -32,7 +34,8 @@ def test_null_model_is_deterministic_and_differs_by_name() -> None:
 
 def test_null_model_sleep_is_counted() -> None:
     m = load_model(ModelConfig(name="s", spec="null:s", options={"sleep_ms": 5}))
+    assert isinstance(m, NullModel)
     m.embed_images(_images())
     m.embed_texts(["x"])
-    assert m.forward_calls == 2  # type: ignore[attr-defined]
-    assert m.sleep_s_total >= 0.009  # type: ignore[attr-defined]
+    assert m.forward_calls == 2
+    assert m.sleep_s_total >= 0.009

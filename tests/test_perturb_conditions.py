@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -155,7 +156,10 @@ def test_invalid_entries_raise_perturbation_error(entry: dict[str, object]) -> N
 
 
 def test_custom_and_recursive_presets() -> None:
-    presets = {"mine": [{"image": "fog", "severity": 2}], "loop": [{"preset": "loop"}]}
+    presets: dict[str, list[dict[str, Any]]] = {
+        "mine": [{"image": "fog", "severity": 2}],
+        "loop": [{"preset": "loop"}],
+    }
     assert [c.id for c in expand_conditions([{"preset": "mine"}], presets)] == ["clean", "image:fog@2"]
     with pytest.raises(PerturbationError, match="includes itself"):
         expand_conditions([{"preset": "loop"}], presets)

@@ -20,7 +20,8 @@ def scene(h: int = 64, w: int = 64) -> np.ndarray:
     img = np.stack([255 * x / w, 255 * y / h, 128 + 100 * np.sin(x / 5) * np.cos(y / 7)], axis=-1)
     img[h // 4 : h // 2, w // 4 : w // 2] = (220, 30, 40)
     img[h // 2 : 3 * h // 4, w // 2 : 7 * w // 8] = (20, 40, 200)
-    return np.clip(img, 0, 255).astype(np.uint8)
+    picture: np.ndarray = np.clip(img, 0, 255).astype(np.uint8)  # numpy types np.clip's result Any
+    return picture
 
 
 IMG = scene()
@@ -74,6 +75,7 @@ def test_input_is_not_modified_and_global_state_is_kept() -> None:
     for name in ALL:
         corrupt(img, name, 2, 5)
     after = np.random.get_state()
+    assert isinstance(before, tuple) and isinstance(after, tuple)  # the legacy MT19937 state
     assert before[0] == after[0] and np.array_equal(before[1], after[1]) and before[2:] == after[2:]
     assert np.array_equal(img, IMG)
 

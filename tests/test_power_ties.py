@@ -71,11 +71,11 @@ def test_the_factor_search_finds_the_threshold_of_a_known_curve() -> None:
 
 
 def test_the_claims_table_states_the_estimate() -> None:
-    tie = Tie(axis="overall", models=["A", "B"], p=0.8, separate_by="more samples", samples_to_separate=1234)
+    tie = Tie(axis="overall", models=("A", "B"), p=0.8, separate_by="more samples", samples_to_separate=1234)
     assert tie_separation(tie) == "about 1,234 samples per cell would separate them"
-    even = Tie(axis="overall", models=["A", "B"], p=0.5, separate_by="more samples", samples_to_separate=None)
+    even = Tie(axis="overall", models=("A", "B"), p=0.5, separate_by="more samples", samples_to_separate=None)
     assert tie_separation(even).startswith("not more samples")
-    old = Tie(axis="overall", models=["A", "B"], p=0.8, separate_by="more samples")
+    old = Tie(axis="overall", models=("A", "B"), p=0.8, separate_by="more samples")
     assert tie_separation(old) == "more samples"
 
 

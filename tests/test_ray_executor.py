@@ -16,7 +16,7 @@ from argus_eval.errors import ExecutorError
 from argus_eval.models.loading import load_model
 from argus_eval.models.protocols import Model
 from argus_eval.models.spec import ModelConfig
-from argus_eval.runner.config import RunConfig, parse_config
+from argus_eval.runner.config import RunSpec, parse_config
 from argus_eval.runner.pipeline import run
 from model_fixtures import tiny_dir
 from pipeline_fixtures import tiny_config
@@ -53,7 +53,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def _cfg(cache: Path, executor: str = "local", **options: Any) -> RunConfig:
+def _cfg(cache: Path, executor: str = "local", **options: Any) -> RunSpec:
     d = tiny_config(cache, batch_size=2)
     d["executor"], d["executor_options"] = executor, options
     return parse_config(d, "test")

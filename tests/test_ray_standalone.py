@@ -13,7 +13,7 @@ import pytest
 
 from argus_eval.errors import ConfigError, ExecutorError
 from argus_eval.results_model import results_json
-from argus_eval.runner.config import RunConfig, parse_config
+from argus_eval.runner.config import RunSpec, parse_config
 from argus_eval.runner.pipeline import run
 from pipeline_fixtures import tiny_config
 
@@ -25,7 +25,7 @@ def _no_cluster() -> None:
     assert not ray.is_initialized(), "another test module left Ray connected"
 
 
-def _cfg(cache: Path, **options: Any) -> RunConfig:
+def _cfg(cache: Path, **options: Any) -> RunSpec:
     d = tiny_config(cache, tasks=["retrieval"], efficiency=True)
     d["executor"], d["executor_options"] = "ray", options
     return parse_config(d, "test")

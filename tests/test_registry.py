@@ -44,7 +44,7 @@ def test_a_registered_object_of_the_wrong_type_is_refused() -> None:
 
 
 def test_a_lazy_entry_is_checked_when_it_is_imported() -> None:
-    shapes: Registry[Shape] = Registry("shape", base=Shape)
+    shapes: Registry[Shape | type[Shape]] = Registry("shape", base=Shape)  # instances and subclasses
     shapes.register("path", "pathlib:Path")  # importing nothing yet
     with pytest.raises(RegistryError, match=r"shape 'path' \(pathlib:Path\) is a type, not a Shape"):
         shapes.get("path")

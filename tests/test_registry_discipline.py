@@ -15,8 +15,9 @@ import pytest
 
 import argus_eval
 from argus_eval.errors import PerturbationError, RegistryError
-from argus_eval.models.loading import SCHEMES, NullScheme, load_model
+from argus_eval.models.loading import NullScheme, load_model
 from argus_eval.models.protocols import Model
+from argus_eval.models.schemes import SCHEMES
 from argus_eval.models.spec import ModelConfig
 from argus_eval.perturb.kinds import CONDITION_KINDS, CleanKind, ConditionKind, kind_of
 from argus_eval.registry import Registry
@@ -42,7 +43,7 @@ def _registry_sites() -> list[tuple[str, str]]:
         ]
         assigned: dict[int, str] = {}
         for stmt in tree.body:
-            target = stmt.target if isinstance(stmt, ast.AnnAssign) else None
+            target: ast.expr | None = stmt.target if isinstance(stmt, ast.AnnAssign) else None
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
             value = getattr(stmt, "value", None)

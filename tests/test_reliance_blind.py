@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from argus_eval.data.blind import blind_answers, blind_prior
+from argus_eval.data.blind import BlindAnswers, blind_answers, blind_prior
 from argus_eval.data.types import Dataset, Sample, TrainPrior
 from argus_eval.tasks.reasoning import ReasoningTask
 from argus_eval.tasks.records import Record
@@ -116,8 +117,13 @@ def test_one_task_works_the_baseline_out_once_per_dataset_and_samples(monkeypatc
     import argus_eval.tasks.reasoning as reasoning
 
     calls: list[int] = []
-    real = reasoning.blind_answers
-    monkeypatch.setattr(reasoning, "blind_answers", lambda d, s: calls.append(len(s)) or real(d, s))
+    real = blind_answers  # what reasoning calls
+
+    def counted(d: Dataset, s: Sequence[Sample]) -> BlindAnswers:
+        calls.append(len(s))
+        return real(d, s)
+
+    monkeypatch.setattr(reasoning, "blind_answers", counted)
     samples = [_q(0, "count_a", "count", "2"), _q(1, "exist_a", "exist", "yes")]
     task, data, other = ReasoningTask(), _dataset(samples), _dataset(samples, train=(("f", "t", "yes"),))
     answers = ({"q0": "2", "q1": "no"}, {"q0": "3", "q1": "yes"})  # two models on the same samples

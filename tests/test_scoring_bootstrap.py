@@ -25,10 +25,14 @@ def test_point_values_match_and_intervals_contain_them() -> None:
     for m, card in boot.models.items():
         for axis, v in axes_of(boot, m).items():
             assert v.value == axes_of(point, m)[axis].value
-            lo, hi = card.intervals[axis]
+            interval = card.intervals[axis]
+            assert interval is not None  # resampled
+            lo, hi = interval
             assert v.value is not None and lo <= v.value <= hi, (m, axis)
         for r in card.retention:
-            lo, hi = r.intervals.retention
+            retained = r.intervals.retention
+            assert retained is not None
+            lo, hi = retained
             assert r.retention is not None and lo <= r.retention <= hi
     for c in boot.scorecard_cells:
         assert c.interval is not None and c.score is not None and c.interval[0] <= c.score <= c.interval[1]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from api_server import ServerState, serve
-from argus_eval.models.loading import SCHEMES, NullScheme, is_served, load_model
+from argus_eval.models.loading import NullScheme, is_served, load_model
+from argus_eval.models.schemes import SCHEMES
 from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
@@ -53,7 +55,7 @@ def test_a_plugin_served_model_is_timed_as_served_like_an_api_model(
 ) -> None:
     monkeypatch.setenv("ARGUS_SECRET_KEY", "sk-test")
     with serve(ServerState()) as url:
-        models = [
+        models: list[dict[str, Any]] = [
             {"name": "api", "spec": f"api:{url}#tiny-vlm", "options": {"api_key_env": "ARGUS_SECRET_KEY"}},
             {"name": "plugin", "spec": f"{served_scheme}:echo"},
             {"name": "plain", "spec": "null:echo"},  # the same model under a scheme that is not served

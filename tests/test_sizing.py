@@ -4,6 +4,7 @@ parameter counts, meta counts equal counts with weights, and a long generation's
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def _zoo_config(name: str) -> dict[str, Any]:
 def _works(hf_config: dict[str, Any], device: str, new_tokens: int) -> dict[str, Any]:
     torch.manual_seed(0)
     sized = build(hf_config, device, "float32", ref=Reference(text_tokens=7, prompt_tokens=5))
-    return {cap: count_work(lambda w=w: w.run(new_tokens)) for cap, w in sized.workloads.items()}
+    return {cap: count_work(partial(w.run, new_tokens)) for cap, w in sized.workloads.items()}
 
 
 @pytest.mark.parametrize("family", ["clip", "blip_itm", "lxmert", "gemma3", "qwen2_5_vl"])

@@ -45,9 +45,11 @@ def _materialise(config_dir: Path, out: Path) -> None:
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.02, generator=gen)
-    model.half().save_pretrained(out)
+    # transformers leaves PreTrainedModel.half and CLIPProcessor.__init__ unannotated
+    model.half().save_pretrained(out)  # type: ignore[no-untyped-call]
     tok = _clip_tokenizer(out)
-    tf.CLIPProcessor(image_processor=CLIPImageProcessorPil(), tokenizer=tok).save_pretrained(out)
+    processor = tf.CLIPProcessor(image_processor=CLIPImageProcessorPil(), tokenizer=tok)  # type: ignore[no-untyped-call]
+    processor.save_pretrained(out)
 
 
 def _dataset(root: Path, caption: str) -> dict[str, Any]:

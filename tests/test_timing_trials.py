@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from argus_eval.models.loading import load_model
-from argus_eval.models.protocols import Model
+from argus_eval.models.protocols import Embedder, Model
 from argus_eval.models.spec import ModelConfig
 from argus_eval.results_model import results_json
 from argus_eval.runner.config import parse_config
@@ -72,7 +72,7 @@ def test_trials_from_another_machine_are_not_reused(
     cfg = parse_config(_two_models(tmp_path / "cache", trials=2), "test")
     run(cfg, tmp_path / "out", quiet=True)
     recorded.clear()
-    real = profiling.hardware_fingerprint
+    from argus_eval.efficiency.fingerprint import hardware_fingerprint as real  # what profiling calls
 
     def elsewhere(device: str, dtype: str) -> dict[str, Any]:
         fp = real(device, dtype)
@@ -104,6 +104,7 @@ class _Flaky:
         self._n += 1
         if self._n in self._fail:
             raise RuntimeError("device hiccup")
+        assert isinstance(self._inner, Embedder)  # wraps the tiny CLIP
         return self._inner.embed_images(images)
 
 

@@ -279,12 +279,13 @@ def test_request_bodies_that_json_or_utf8_refuse_fail_the_same() -> None:
         url = _url(port)
         _, received = _compare(url, seen, body={"t": "caf\u00e9 \U0001f600"}, requests=1)
         assert received[0].endswith('{"t":"caf\u00e9 \U0001f600"}'.encode())
-        for body, error in [
+        refused: list[tuple[dict[str, Any], type[Exception]]] = [
             ({"t": "a\ud800b"}, UnicodeEncodeError),
             ({"x": float("nan")}, ValueError),
             ({"x": float("-inf")}, ValueError),
             ({"x": object()}, TypeError),
-        ]:
+        ]
+        for body, error in refused:
             outcomes, received = _compare(url, seen, body=body, requests=1)
             assert outcomes[0][:2] == ("raised", error) and not received
         big = {"image_url": "data:image/png;base64," + "A" * (10 * 2**20)}
@@ -436,7 +437,12 @@ def test_the_direct_path_is_taken_until_a_server_sets_a_cookie() -> None:
     the CPU the direct path saves); once a server sets a cookie, every request does, as before."""
     cookie = _response(headers=[("Set-Cookie", "lb=1"), ("Content-Type", "application/json")])
     answers = iter([_response(), _response(), cookie, _response(), _response()])
-    with _server(lambda conn, request: conn.sendall(next(answers)) or False) as (port, seen):
+
+    def respond(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(next(answers))
+        return False
+
+    with _server(respond) as (port, seen):
         t = Transport(_url(port), 2.0)
         client_stream = t._client.stream
         through_client = []

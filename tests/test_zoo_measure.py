@@ -84,7 +84,8 @@ def test_zoo_rule_needs_both_the_blind_baseline_and_the_swap(
 def _accuracy(rows: list[dict[str, Any]], condition: str) -> float:
     picked = [r for r in rows if r["condition"] == condition and r["task"] == "reasoning"]
     assert picked
-    return sum(r["prediction"] == r["reference"][0] for r in picked) / len(picked)
+    correct: int = sum(r["prediction"] == r["reference"][0] for r in picked)
+    return correct / len(picked)
 
 
 @pytest.fixture
