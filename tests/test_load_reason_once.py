@@ -22,19 +22,19 @@ POINT = "could not load (see its 'not loaded' entry)"
 PAGES = ("results.json", "summary.md", "report.html", "scorecard.csv")
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
-    """`argus run` of the null model, which loads, beside a missing checkpoint and an object: spec (which
-    only evaluate can give), on 4 ShapesWorld images: what it printed, blanks collapsed."""
+def _argus_run(
+    tmp_path: Path,
+    models: list[dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    """`argus run` of models on 4 ShapesWorld images (retrieval), where some do not load: what it printed."""
     # 8 train-split images (the caption bank) instead of the default 400: the run takes a second
     shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 4, "train_images": 8}
     cfg = {
         "name": "once",
         "cache_dir": str(tmp_path / "cache"),
-        "models": [
-            {"name": "fast", "spec": "null:fast"},
-            {"name": "gone", "spec": MISSING},
-            {"name": "mine", "spec": "object:mine"},
-        ],
+        "models": models,
         "datasets": [{"name": "d", **shapes, "questions_per_image": 1}],
         "tasks": ["retrieval"],
         "efficiency": {"enabled": False},
@@ -42,8 +42,19 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
     code, printed = cli(["run", "-c", str(path), "-o", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
-    assert code == 1, printed  # gone's and mine's samples did not run
-    return " ".join(printed.split())
+    assert code == 1, printed  # the samples of the models that did not load did not run
+    return printed
+
+
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """`argus run` of the null model, which loads, beside a missing checkpoint and an object: spec (which
+    only evaluate can give): what it printed, blanks collapsed."""
+    models = [
+        {"name": "fast", "spec": "null:fast"},
+        {"name": "gone", "spec": MISSING},
+        {"name": "mine", "spec": "object:mine"},
+    ]
+    return " ".join(_argus_run(tmp_path, models, monkeypatch, capsys).split())
 
 
 def test_each_load_reason_is_stated_once_per_output(
@@ -112,20 +123,9 @@ def test_a_reason_of_several_lines_is_still_one_line_per_model(
     """A loader's message of several lines (a checkpoint path with a newline in it here; Hugging Face's
     hub errors, say, elsewhere) stays on the model's "failed:" and "not loaded:" lines, which logs are
     searched for, flattened to one line each; results.json keeps it as the loader said it."""
-    shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 4, "train_images": 8}
     spec = "hf:/nonexistent/first\nsecond"
-    cfg = {
-        "name": "lines",
-        "cache_dir": str(tmp_path / "cache"),
-        "models": [{"name": "fast", "spec": "null:fast"}, {"name": "gone", "spec": spec}],
-        "datasets": [{"name": "d", **shapes, "questions_per_image": 1}],
-        "tasks": ["retrieval"],
-        "efficiency": {"enabled": False},
-    }
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    code, printed = cli(["run", "-c", str(path), "-o", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
-    assert code == 1, printed
+    models = [{"name": "fast", "spec": "null:fast"}, {"name": "gone", "spec": spec}]
+    printed = _argus_run(tmp_path, models, monkeypatch, capsys)
     reason = json.loads((tmp_path / "out" / "results.json").read_text())["failures"]["not_loaded"][0][
         "reason"
     ]
@@ -148,23 +148,12 @@ def test_a_second_model_on_the_same_missing_checkpoint_is_told_its_own_config_ke
     """The loader's message names the model and config key that tried the checkpoint; a second model on
     the same checkpoint is another load (its name is in the load key), so its entry names its own key,
     never the first model's."""
-    shapes = {"format": "shapesworld", "domain": "studio", "split": "test", "n_images": 4, "train_images": 8}
-    cfg = {
-        "name": "twice",
-        "cache_dir": str(tmp_path / "cache"),
-        "models": [
-            {"name": "fast", "spec": "null:fast"},
-            {"name": "gone", "spec": MISSING},
-            {"name": "again", "spec": MISSING},
-        ],
-        "datasets": [{"name": "d", **shapes, "questions_per_image": 1}],
-        "tasks": ["retrieval"],
-        "efficiency": {"enabled": False},
-    }
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    code, printed = cli(["run", "-c", str(path), "-o", str(tmp_path / "out"), "-q"], monkeypatch, capsys)
-    assert code == 1, printed
+    models = [
+        {"name": "fast", "spec": "null:fast"},
+        {"name": "gone", "spec": MISSING},
+        {"name": "again", "spec": MISSING},
+    ]
+    _argus_run(tmp_path, models, monkeypatch, capsys)
     entries = json.loads((tmp_path / "out" / "results.json").read_text())["failures"]["not_loaded"]
     reasons = {e["model"]: e["reason"] for e in entries}
     assert reasons["gone"].startswith(GONE_WHY)
